@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds memtrack into build/: installs what is missing (deps.sh), configures build/ when it is
+# not (or no longer) a meson build directory, then runs ninja. Quiet unless something fails;
+# ninja's output is kept in build/ninja.log, meson setup's in build/meson-setup.log.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+BUILD="$ROOT/build"
+
+"$ROOT/scripts/deps.sh"
+
+cd "$ROOT"
+
+# meson setup, quiet; prints the tail of its log and fails if it fails.
+setup() {
+    mkdir -p "$BUILD"
+    local log="$BUILD/meson-setup.log"
+    if ! meson setup "$@" "$BUILD" --wrap-mode=nodownload >"$log" 2>&1; then
+        echo "build: error: meson setup${*:+ $*} failed, last lines of $log:" >&2
+        tail -n 30 "$log" >&2
+        exit 1
+    fi
+}
+
+if [[ ! -f "$BUILD/meson-private/coredata.dat" ]]; then
+    # Not configured: absent, or left behind by a setup that failed or was interrupted.
+    setup
+elif [[ ! -f "$BUILD/build.ninja" ]]; then
+    # Configured once but broken (build.ninja lost, e.g. an interrupted regeneration):
+    # regenerate in place, keeping the options it was configured with.
+    setup --reconfigure
+fi
+# Otherwise ninja itself re-runs meson when a meson.build changed.
+
+log="$BUILD/ninja.log"
+if ! ninja -C "$BUILD" >"$log" 2>&1; then
+    echo "build: error: ninja -C build failed, last lines of build/ninja.log:" >&2
+    tail -n 40 "$log" >&2
+    exit 1
+fi

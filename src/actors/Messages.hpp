@@ -1,0 +1,34 @@
+#pragma once
+// What actors hand each other. High-rate data (record batches) goes through the lock-free
+// queue; control messages are posted to the receiving actor's strand as function calls.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/lockfree/spsc_queue.hpp>
+
+#include "core/Result.hpp"
+#include "format/Record.hpp"
+
+namespace memtrack {
+
+using Strand = boost::asio::strand<boost::asio::io_context::executor_type>;
+
+// One chunk of ring records, in ring order.
+struct RecordBatch {
+    std::vector<mt_record> records;
+    uint64_t end_pos = 0;  // the ring's consumer position right after this batch
+};
+
+// RingConsumer -> Writer. Bounded: when it is full the consumer stops reading the ring (and
+// BPF back-pressure takes over); nothing is ever dropped here.
+inline constexpr size_t kBatchQueueDepth = 64;
+using BatchQueue = boost::lockfree::spsc_queue<RecordBatch*, boost::lockfree::capacity<kBatchQueueDepth>>;
+
+using DrainDone = std::function<void(Result<uint64_t> records_written)>;
+using Done = std::function<void()>;
+
+}  // namespace memtrack

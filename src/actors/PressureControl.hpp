@@ -1,0 +1,62 @@
+#pragma once
+// Owns: the user-space side of the pressure_stopped map: resuming every process BPF stopped.
+// Accepts: on_chunk(fill) after each consumer chunk, start(), resume_all(done).
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include "actors/Messages.hpp"
+
+namespace memtrack {
+
+class BpfSession;
+class Stats;
+
+// When to resume: strictly below `resume_fill`; 0 means only once the ring is empty (the old
+// behaviour, kept for comparison).
+struct WatermarkPolicy {
+    double stop_fill = 0.75;
+    double resume_fill = 0.25;
+    bool should_resume(double fill) const { return resume_fill <= 0.0 ? fill <= 0.0 : fill < resume_fill; }
+    bool should_stop(double fill) const { return fill >= stop_fill; }
+};
+
+class PressureControl {
+public:
+    PressureControl(boost::asio::io_context& io, BpfSession& bpf, Stats& stats, WatermarkPolicy policy);
+
+    void start();
+    // From the consumer's strand after every chunk: cheap when nothing is stopped.
+    void on_chunk(double fill);
+    // Resumes every process memtrack stopped, whatever the fill; done() on the caller's behalf.
+    void resume_all(Done done);
+    void stop();
+    // Resumes every stopped process now, from the calling thread: only once io_context has
+    // stopped running (the final pass at exit). Returns how many were resumed.
+    size_t resume_stopped_now() { return resume_stopped(); }
+    // Entries left in pressure_stopped.
+    size_t stopped_count() const;
+
+private:
+    // Touched only on strand_.
+    void evaluate();
+    size_t resume_stopped();
+    void arm_backstop();
+
+    Strand strand_;
+    BpfSession& bpf_;
+    Stats& stats_;
+    WatermarkPolicy policy_;
+    boost::asio::steady_timer backstop_;
+    std::atomic<double> last_fill_{0.0};
+    std::atomic<bool> evaluate_pending_{false};
+    bool stopped_ = false;
+};
+
+// Sends SIGCONT to `pid` only if it is still the process that was stopped (same start time),
+// through a pidfd so the pid cannot be reused between the check and the signal.
+Result<bool> resume_if_same_process(int32_t pid, uint64_t start_boottime_ns);
+
+}  // namespace memtrack

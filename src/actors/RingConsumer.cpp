@@ -1,0 +1,161 @@
+#include "actors/RingConsumer.hpp"
+
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+
+#include "actors/Stats.hpp"
+#include "core/Clock.hpp"
+#include "core/Log.hpp"
+
+namespace memtrack {
+
+namespace asio = boost::asio;
+
+RingConsumer::RingConsumer(asio::io_context& io, RingView& ring, BatchQueue& out, Stats& stats, Options opt)
+    : io_(io), strand_(asio::make_strand(io)), ring_(ring), out_(out), stats_(stats), opt_(opt),
+      wake_(strand_, ::dup(ring.fd())), delay_timer_(strand_), backstop_timer_(strand_) {}
+
+void RingConsumer::start() {
+    asio::post(strand_, [this] {
+        arm_backstop();
+        on_kick();
+    });
+}
+
+void RingConsumer::kick() {
+    if (kick_pending_.exchange(true)) return;
+    asio::post(strand_, [this] {
+        kick_pending_ = false;
+        on_kick();
+    });
+}
+
+void RingConsumer::on_queue_space() {
+    asio::post(strand_, [this] {
+        if (!blocked_on_queue_) return;
+        blocked_on_queue_ = false;
+        on_kick();
+    });
+}
+
+void RingConsumer::drain(Done done) {
+    asio::post(strand_, [this, done = std::move(done)]() mutable {
+        drains_.emplace_back(ring_.producer_pos(), std::move(done));
+        complete_drains();
+        on_kick();
+    });
+}
+
+void RingConsumer::stop() {
+    asio::post(strand_, [this] {
+        stopped_ = true;
+        boost::system::error_code ec;
+        wake_.cancel(ec);
+        delay_timer_.cancel();
+        backstop_timer_.cancel();
+        wake_.close(ec);
+    });
+}
+
+void RingConsumer::on_kick() {
+    if (stopped_ || scheduled_ || blocked_on_queue_) return;
+    if (ring_.fill_bytes() > 0) {
+        scheduled_ = true;
+        read_chunk();
+    } else {
+        arm_wait();
+        complete_drains();
+    }
+}
+
+void RingConsumer::read_chunk() {
+    scheduled_ = false;
+    if (stopped_) return;
+    if (out_.write_available() == 0) {
+        // The writer is behind: stop reading; BPF pauses producers if the ring fills meanwhile.
+        blocked_on_queue_ = true;
+        return;
+    }
+    const uint64_t t0 = monotonic_ns();
+    const uint64_t before = ring_.consumer_pos();
+    auto batch = std::make_unique<RecordBatch>();
+    batch->records.reserve(opt_.chunk_records);
+    uint64_t bad_len = 0;
+    ring_.consume(opt_.chunk_records, [&](const void* data, uint32_t len) {
+        if (len != sizeof(mt_record)) {
+            ++bad_len;  // not ours: counted, never silently lost
+            return;
+        }
+        batch->records.push_back(*static_cast<const mt_record*>(data));
+    });
+    const uint64_t after = ring_.consumer_pos();
+    if (bad_len) log::error("{} ring records had an unexpected size", bad_len);
+    const double fill = double(ring_.fill_bytes()) / double(ring_.capacity());
+    if (after != before) {
+        batch->end_pos = after;
+        const uint64_t n = batch->records.size();
+        out_.push(batch.release());
+        if (batch_ready_) batch_ready_();
+        stats_.on_chunk(n, after - before, monotonic_ns() - t0, fill);
+    }
+    if (observer_) observer_(after, fill);
+    complete_drains();
+    schedule_next();
+}
+
+void RingConsumer::schedule_next() {
+    if (stopped_ || scheduled_) return;
+    if (ring_.fill_bytes() == 0) {
+        arm_wait();
+        // A record committed between the check and the arming did not wake us: look again.
+        if (ring_.fill_bytes() == 0) return;
+    }
+    scheduled_ = true;
+    if (opt_.delay.count() > 0) {
+        delay_timer_.expires_after(opt_.delay);
+        delay_timer_.async_wait([this](boost::system::error_code ec) {
+            if (!ec) read_chunk();
+            else scheduled_ = false;
+        });
+    } else {
+        // Yield the strand between chunks so other actors' handlers run.
+        asio::post(strand_, [this] { read_chunk(); });
+    }
+}
+
+void RingConsumer::arm_wait() {
+    if (wait_armed_ || stopped_) return;
+    wait_armed_ = true;
+    // wake_ and the timers were made on strand_, so their handlers run on it.
+    wake_.async_wait(asio::posix::stream_descriptor::wait_read, [this](boost::system::error_code ec) {
+        wait_armed_ = false;
+        if (!ec) on_kick();
+    });
+}
+
+void RingConsumer::arm_backstop() {
+    if (stopped_) return;
+    backstop_timer_.expires_after(opt_.backstop);
+    backstop_timer_.async_wait([this](boost::system::error_code ec) {
+        if (ec) return;
+        on_kick();
+        arm_backstop();
+    });
+}
+
+void RingConsumer::complete_drains() {
+    if (drains_.empty()) return;
+    const uint64_t pos = ring_.consumer_pos();
+    for (auto it = drains_.begin(); it != drains_.end();) {
+        if (pos >= it->first) {
+            auto done = std::move(it->second);
+            it = drains_.erase(it);
+            done();
+        } else {
+            ++it;
+        }
+    }
+}
+
+}  // namespace memtrack

@@ -1,0 +1,71 @@
+#pragma once
+// Owns: the event ring's read position, its epoll wake-up, the producer side of the batch queue.
+// Accepts: start(), kick(), on_queue_space(), drain(done), stop().
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "actors/Messages.hpp"
+#include "ring/RingView.hpp"
+
+namespace memtrack {
+
+class Stats;
+
+class RingConsumer {
+public:
+    struct Options {
+        size_t chunk_records = 1024;
+        std::chrono::microseconds delay{0};             // testing knob: wait this long per chunk
+        std::chrono::milliseconds backstop{10};         // reads even when no wake-up came
+    };
+    // Called after every chunk on the consumer's strand; must only post onwards.
+    using ChunkObserver = std::function<void(uint64_t consumer_pos, double fill)>;
+
+    RingConsumer(boost::asio::io_context& io, RingView& ring, BatchQueue& out, Stats& stats, Options opt);
+
+    void set_batch_ready(Done notify) { batch_ready_ = std::move(notify); }
+    void set_chunk_observer(ChunkObserver obs) { observer_ = std::move(obs); }
+
+    void start();
+    // Look at the ring now (a drain request, or a record that did not wake us).
+    void kick();
+    // The writer popped a batch: reading may go on if it had stopped for a full queue.
+    void on_queue_space();
+    // Reads until the consumer passes the producer position of this moment, then calls done.
+    void drain(Done done);
+    void stop();
+
+private:
+    // Everything below is touched only on strand_.
+    void on_kick();
+    void read_chunk();
+    void schedule_next();
+    void arm_wait();
+    void arm_backstop();
+    void complete_drains();
+
+    boost::asio::io_context& io_;
+    Strand strand_;
+    RingView& ring_;
+    BatchQueue& out_;
+    Stats& stats_;
+    Options opt_;
+    Done batch_ready_;
+    ChunkObserver observer_;
+    boost::asio::posix::stream_descriptor wake_;
+    boost::asio::steady_timer delay_timer_;
+    boost::asio::steady_timer backstop_timer_;
+    bool scheduled_ = false;  // a read_chunk is posted or waiting on the delay timer
+    bool wait_armed_ = false;
+    bool blocked_on_queue_ = false;
+    bool stopped_ = false;
+    std::vector<std::pair<uint64_t, Done>> drains_;  // (target position, done)
+    std::atomic<bool> kick_pending_{false};
+};
+
+}  // namespace memtrack

@@ -1,0 +1,93 @@
+#include "actors/Stats.hpp"
+
+#include <algorithm>
+
+#include "core/Clock.hpp"
+
+namespace memtrack {
+namespace {
+boost::json::object ms_summary(const Histogram& h) {
+    auto ms = [](uint64_t ns) { return double(ns) / 1e6; };
+    return {{"p50", ms(h.percentile(0.50))}, {"p99", ms(h.percentile(0.99))}, {"max", ms(h.max())},
+            {"count", h.count()}};
+}
+}  // namespace
+
+Stats::Stats() : start_ns_(monotonic_ns()) {}
+
+void Stats::on_chunk(uint64_t records, uint64_t bytes, uint64_t duration_ns, double fill) {
+    std::lock_guard lock(mu_);
+    records_ += records;
+    bytes_ += bytes;
+    ++chunks_;
+    max_records_per_chunk_ = std::max(max_records_per_chunk_, records);
+    max_fill_ = std::max(max_fill_, fill);
+    chunk_ns_.add(duration_ns);
+}
+
+void Stats::on_written(uint64_t records, uint64_t artifact_events) {
+    std::lock_guard lock(mu_);
+    written_ += records;
+    artifact_events_ += artifact_events;
+}
+
+void Stats::on_resume(uint64_t stop_to_resume_ns) {
+    std::lock_guard lock(mu_);
+    ++resumes_;
+    paused_ns_ += stop_to_resume_ns;
+    stop_to_resume_ns_.add(stop_to_resume_ns);
+}
+
+void Stats::on_drain(uint64_t duration_ns) {
+    std::lock_guard lock(mu_);
+    drain_ns_.add(duration_ns);
+}
+
+void Stats::add_process_lifetime(uint64_t ns) {
+    std::lock_guard lock(mu_);
+    lifetime_ns_ += ns;
+}
+
+void Stats::set_kernel_counters(uint64_t dropped, uint64_t stops, uint64_t nested) {
+    std::lock_guard lock(mu_);
+    dropped_ = dropped;
+    stops_ = stops;
+    nested_ = nested;
+}
+
+void Stats::set_stopped_at_exit(uint64_t n) {
+    std::lock_guard lock(mu_);
+    stopped_at_exit_ = n;
+}
+
+uint64_t Stats::records_written() const {
+    std::lock_guard lock(mu_);
+    return written_;
+}
+
+boost::json::object Stats::to_json() const {
+    std::lock_guard lock(mu_);
+    const double paused_s = double(paused_ns_) / 1e9;
+    return {
+        {"records", records_},
+        {"bytes", bytes_},
+        {"dropped", dropped_},
+        {"duration_s", double(monotonic_ns() - start_ns_) / 1e9},
+        {"written", written_},
+        {"artifact_events", artifact_events_},
+        {"nested_calls", nested_},
+        {"chunks", chunks_},
+        {"chunk_ms", ms_summary(chunk_ns_)},
+        {"max_records_per_chunk", max_records_per_chunk_},
+        {"max_fill", max_fill_},
+        {"pressure_stops", stops_},
+        {"pressure_resumes", resumes_},
+        {"stopped_at_exit", stopped_at_exit_},
+        {"stop_to_resume_ms", ms_summary(stop_to_resume_ns_)},
+        {"paused_s", paused_s},
+        {"paused_fraction", lifetime_ns_ ? paused_s / (double(lifetime_ns_) / 1e9) : 0.0},
+        {"drain_ms", ms_summary(drain_ns_)},
+    };
+}
+
+}  // namespace memtrack

@@ -1,0 +1,39 @@
+#pragma once
+// The run's statistics, written by every actor and read by --stats and the socket's `stats`.
+// Actors report per chunk or per event batch, never per record, so one mutex is cheap enough.
+#include <cstdint>
+#include <mutex>
+
+#include <boost/json/object.hpp>
+
+#include "actors/Histogram.hpp"
+
+namespace memtrack {
+
+class Stats {
+public:
+    Stats();
+
+    void on_chunk(uint64_t records, uint64_t bytes, uint64_t duration_ns, double fill);
+    void on_written(uint64_t records, uint64_t artifact_events);
+    void on_resume(uint64_t stop_to_resume_ns);
+    void on_drain(uint64_t duration_ns);
+    void add_process_lifetime(uint64_t ns);
+    void set_kernel_counters(uint64_t dropped, uint64_t stops, uint64_t nested);
+    void set_stopped_at_exit(uint64_t n);
+    uint64_t records_written() const;
+
+    boost::json::object to_json() const;
+
+private:
+    mutable std::mutex mu_;
+    uint64_t start_ns_;
+    uint64_t records_ = 0, bytes_ = 0, chunks_ = 0, max_records_per_chunk_ = 0;
+    double max_fill_ = 0;
+    uint64_t written_ = 0, artifact_events_ = 0;
+    uint64_t dropped_ = 0, stops_ = 0, nested_ = 0, resumes_ = 0, stopped_at_exit_ = 0;
+    uint64_t paused_ns_ = 0, lifetime_ns_ = 0;
+    Histogram chunk_ns_, stop_to_resume_ns_, drain_ns_;
+};
+
+}  // namespace memtrack

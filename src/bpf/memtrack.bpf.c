@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Kernel side of memtrack: allocator uprobes (attached as uprobe_multi links, one program for
+ * every entry and one for every return, the function told apart by the BPF cookie), syscall
+ * tracepoints for the memory-mapping calls, and process-life tracepoints that keep the tracked
+ * set equal to the command and all its descendants.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "record.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define SIGSTOP 19
+
+/* Set before load (rodata). */
+const volatile __u64 stop_bytes = ~0ULL; /* ring data at or above this: SIGSTOP the producer */
+const volatile __u64 wakeup_bytes = 0;   /* below this fill, do not wake the consumer */
+
+/* Shared with user space through the skeleton's mmapped .bss. */
+__u32 recording;          /* the recording flag: 0 off, 1 on */
+unsigned long stops_outstanding; /* entries in pressure_stopped; lets user space skip the map walk */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 24); /* resized before load */
+} events SEC(".maps");
+
+/* Thread group ids of the command and its descendants. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u32);
+} tracked SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MT_COUNTER_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct mt_stop);
+} pressure_stopped SEC(".maps");
+
+/*
+ * Per-thread state. Nesting is decided by stack pointers, not depth counters: an inner call runs
+ * on a deeper stack than the outer one, and a call whose return we never saw (an exception, a
+ * longjmp) leaves an entry whose stack pointer is not above the next call's, so it is replaced
+ * instead of silencing the thread forever.
+ */
+struct thread_state {
+	__u64 alloc_sp; /* entry SP of the outermost allocation call in flight; 0: none */
+	__u64 arg0, arg1, arg2;
+	__u32 func;
+	__u32 pad;
+	__u64 delete_sp; /* an operator delete in flight: its own free() is not a second event */
+	__u64 delete_addr;
+	__u64 free_sp; /* the last recorded free: munmap inside it is allocator-internal */
+	__u64 free_addr;
+	__u64 sys_arg0, sys_arg1, sys_arg2; /* mapping syscall arguments, saved at entry */
+	__u64 sys_skip;                     /* 1: this syscall runs inside an allocator call */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct thread_state);
+} threads SEC(".maps");
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+	if (v)
+		__sync_fetch_and_add(v, 1);
+}
+
+static __always_inline bool current_tracked(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	return bpf_map_lookup_elem(&tracked, &tgid) != NULL;
+}
+
+static __always_inline struct thread_state *state(bool create)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	return bpf_task_storage_get(&threads, task, 0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+}
+
+/* Pause the producer when the ring is nearly full; PressureControl resumes it. */
+static __always_inline void apply_pressure(void)
+{
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) < stop_bytes)
+		return;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	if (bpf_map_lookup_elem(&pressure_stopped, &tgid))
+		return;
+	/*
+	 * Signal first, then publish: a SIGCONT sent by user space for a published entry always
+	 * comes after this SIGSTOP, so the process can never stay stopped behind our back.
+	 */
+	if (bpf_send_signal(SIGSTOP) != 0)
+		return;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct mt_stop stop = {
+		.stop_ns = bpf_ktime_get_ns(),
+		.start_boottime = BPF_CORE_READ(task, group_leader, start_boottime),
+	};
+	if (bpf_map_update_elem(&pressure_stopped, &tgid, &stop, BPF_NOEXIST) == 0) {
+		__sync_fetch_and_add(&stops_outstanding, 1);
+		count(MT_COUNTER_STOPS);
+	}
+}
+
+static __always_inline void emit_record(__u32 kind, __u64 addr, __u64 size, __u64 old_addr, __u32 flags,
+					bool pressure)
+{
+	struct mt_record *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count(MT_COUNTER_DROPPED);
+		return;
+	}
+	__u64 id = bpf_get_current_pid_tgid();
+	r->timestamp = bpf_ktime_get_ns();
+	r->addr = addr;
+	r->size_kind = mt_pack_size_kind(size, kind, flags);
+	r->old_addr = old_addr;
+	r->stack_hash = 0;
+	r->pid = id >> 32;
+	r->tid = (__u32)id;
+	__u64 wake = 0;
+	if (wakeup_bytes && bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) < wakeup_bytes)
+		wake = BPF_RB_NO_WAKEUP;
+	bpf_ringbuf_submit(r, wake);
+	if (pressure)
+		apply_pressure();
+}
+
+static __always_inline void emit(__u32 kind, __u64 addr, __u64 size, __u64 old_addr, __u32 flags)
+{
+	emit_record(kind, addr, size, old_addr, flags, true);
+}
+
+static __always_inline int on_free(struct thread_state *st, __u32 func, __u64 sp, __u64 addr)
+{
+	if (!addr)
+		return 0;
+	if (st->alloc_sp && sp < st->alloc_sp) { /* realloc(p, 0) and friends */
+		count(MT_COUNTER_NESTED);
+		return 0;
+	}
+	/* <=: operator delete tail-calls free() and its other variants on the same stack pointer. */
+	if (st->delete_sp && sp <= st->delete_sp && addr == st->delete_addr) {
+		if (func == MT_FUNC_FREE)
+			st->delete_sp = 0;
+		count(MT_COUNTER_NESTED);
+		return 0;
+	}
+	if (func == MT_FUNC_DELETE) {
+		st->delete_sp = sp;
+		st->delete_addr = addr;
+	}
+	st->free_sp = sp;
+	st->free_addr = addr;
+	if (recording)
+		emit(MT_KIND_FREE, addr, 0, 0, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int alloc_entry(struct pt_regs *ctx)
+{
+	if (!current_tracked())
+		return 0;
+	struct thread_state *st = state(true);
+	if (!st)
+		return 0;
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u32 func = MT_COOKIE_FUNC(cookie);
+	/* The stack pointer at the call's entry, pointing at its return address. */
+	__u64 sp = PT_REGS_SP(ctx) + MT_COOKIE_PUSHED(cookie);
+
+	if (func == MT_FUNC_FREE || func == MT_FUNC_DELETE)
+		return on_free(st, func, sp, PT_REGS_PARM1(ctx));
+
+	if (st->alloc_sp) {
+		if (sp < st->alloc_sp) {
+			count(MT_COUNTER_NESTED);
+			return 0;
+		}
+		/* Equal: a tail call (operator new[] -> new, reallocarray -> realloc) takes over. */
+		if (sp > st->alloc_sp)
+			count(MT_COUNTER_STALE_FRAME);
+	}
+	st->alloc_sp = sp;
+	st->func = func;
+	st->arg0 = PT_REGS_PARM1(ctx);
+	st->arg1 = PT_REGS_PARM2(ctx);
+	st->arg2 = PT_REGS_PARM3(ctx);
+	/* A new allocation may return an address freed before: forget the old markers. */
+	st->delete_sp = 0;
+	st->free_sp = 0;
+	return 0;
+}
+
+SEC("uretprobe")
+int alloc_return(struct pt_regs *ctx)
+{
+	if (!current_tracked())
+		return 0;
+	struct thread_state *st = state(false);
+	if (!st || !st->alloc_sp)
+		return 0;
+	/* After `ret` the stack pointer is 8 above the entry one; anything else is an inner call. */
+	if (PT_REGS_SP(ctx) != st->alloc_sp + 8)
+		return 0;
+	st->alloc_sp = 0;
+	if (!recording)
+		return 0;
+
+	__u64 ret = PT_REGS_RC(ctx);
+	__u64 size;
+	switch (st->func) {
+	case MT_FUNC_MALLOC:
+	case MT_FUNC_NEW:
+	case MT_FUNC_VALLOC:
+		if (ret)
+			emit(MT_KIND_MALLOC, ret, st->arg0, 0, 0);
+		break;
+	case MT_FUNC_NEW_ALIGNED:
+		if (ret)
+			emit(MT_KIND_ALIGNED_ALLOC, ret, st->arg0, 0, 0);
+		break;
+	case MT_FUNC_CALLOC:
+		if (ret)
+			emit(MT_KIND_CALLOC, ret, st->arg0 * st->arg1, 0, 0);
+		break;
+	case MT_FUNC_ALIGNED_ALLOC:
+		if (ret)
+			emit(MT_KIND_ALIGNED_ALLOC, ret, st->arg1, 0, 0);
+		break;
+	case MT_FUNC_POSIX_MEMALIGN: {
+		__u64 ptr = 0;
+		/* The pointer comes back through the out-parameter; the return value is an errno. */
+		if ((int)ret != 0 || bpf_probe_read_user(&ptr, sizeof(ptr), (void *)st->arg0) != 0 || !ptr)
+			break;
+		emit(MT_KIND_ALIGNED_ALLOC, ptr, st->arg2, 0, 0);
+		break;
+	}
+	case MT_FUNC_REALLOC:
+	case MT_FUNC_REALLOCARRAY:
+		size = st->func == MT_FUNC_REALLOC ? st->arg1 : st->arg1 * st->arg2;
+		if (ret) {
+			if (st->arg0)
+				emit(MT_KIND_REALLOC, ret, size, st->arg0, MT_FLAG_OLD_ADDR);
+			else
+				emit(MT_KIND_MALLOC, ret, size, 0, 0);
+		} else if (size == 0 && st->arg0) {
+			emit(MT_KIND_FREE, st->arg0, 0, 0, 0); /* realloc(p, 0) frees p */
+		}
+		break;
+	}
+	return 0;
+}
+
+/* ---- mapping syscalls ---- */
+
+/* True when the syscall is issued from inside an allocator call of this thread. */
+static __always_inline bool inside_allocator(struct thread_state *st, __u64 range_start, __u64 range_len)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	__u64 sp = BPF_CORE_READ(regs, sp);
+	if (st->alloc_sp && sp < st->alloc_sp)
+		return true;
+	/* free() of a large chunk unmaps it; only ranges holding the freed pointer count. */
+	return st->free_sp && sp < st->free_sp && st->free_addr >= range_start &&
+	       st->free_addr < range_start + range_len;
+}
+
+static __always_inline struct thread_state *syscall_state(void)
+{
+	if (!recording || !current_tracked())
+		return NULL;
+	return state(true);
+}
+
+SEC("tp/syscalls/sys_enter_mmap")
+int sys_enter_mmap(struct trace_event_raw_sys_enter *ctx)
+{
+	struct thread_state *st = syscall_state();
+	if (!st)
+		return 0;
+	st->sys_arg1 = ctx->args[1];
+	st->sys_skip = inside_allocator(st, 0, 0);
+	return 0;
+}
+
+SEC("tp/syscalls/sys_exit_mmap")
+int sys_exit_mmap(struct trace_event_raw_sys_exit *ctx)
+{
+	struct thread_state *st = syscall_state();
+	if (!st)
+		return 0;
+	long ret = ctx->ret;
+	if (st->sys_skip || (ret < 0 && ret > -4096))
+		return 0;
+	st->free_sp = 0; /* a new mapping: an old free marker no longer says anything */
+	emit(MT_KIND_MMAP, (__u64)ret, st->sys_arg1, 0, 0);
+	return 0;
+}
+
+SEC("tp/syscalls/sys_enter_munmap")
+int sys_enter_munmap(struct trace_event_raw_sys_enter *ctx)
+{
+	struct thread_state *st = syscall_state();
+	if (!st)
+		return 0;
+	st->sys_arg0 = ctx->args[0];
+	st->sys_arg1 = ctx->args[1];
+	st->sys_skip = inside_allocator(st, ctx->args[0], ctx->args[1]);
+	return 0;
+}
+
+SEC("tp/syscalls/sys_exit_munmap")
+int sys_exit_munmap(struct trace_event_raw_sys_exit *ctx)
+{
+	struct thread_state *st = syscall_state();
+	if (!st || st->sys_skip || ctx->ret != 0)
+		return 0;
+	emit(MT_KIND_MUNMAP, st->sys_arg0, st->sys_arg1, 0, 0);
+	return 0;
+}
+
+SEC("tp/syscalls/sys_enter_mremap")
+int sys_enter_mremap(struct trace_event_raw_sys_enter *ctx)
+{
+	struct thread_state *st = syscall_state();
+	if (!st)
+		return 0;
+	st->sys_arg0 = ctx->args[0];
+	st->sys_arg1 = ctx->args[1];
+	st->sys_arg2 = ctx->args[2];
+	st->sys_skip = inside_allocator(st, ctx->args[0], ctx->args[1]);
+	return 0;
+}
+
+SEC("tp/syscalls/sys_exit_mremap")
+int sys_exit_mremap(struct trace_event_raw_sys_exit *ctx)
+{
+	struct thread_state *st = syscall_state();
+	if (!st)
+		return 0;
+	long ret = ctx->ret;
+	if (st->sys_skip || (ret < 0 && ret > -4096))
+		return 0;
+	/* The artifact has no remap kind: the old range goes, the new one comes. */
+	emit(MT_KIND_MUNMAP, st->sys_arg0, st->sys_arg1, 0, 0);
+	emit(MT_KIND_MMAP, (__u64)ret, st->sys_arg2, 0, 0);
+	return 0;
+}
+
+SEC("tp/syscalls/sys_enter_brk")
+int sys_enter_brk(struct trace_event_raw_sys_enter *ctx)
+{
+	struct thread_state *st = syscall_state();
+	if (!st)
+		return 0;
+	st->sys_arg0 = ctx->args[0];
+	st->sys_skip = inside_allocator(st, 0, 0);
+	return 0;
+}
+
+SEC("tp/syscalls/sys_exit_brk")
+int sys_exit_brk(struct trace_event_raw_sys_exit *ctx)
+{
+	struct thread_state *st = syscall_state();
+	/* brk(0) only asks for the break; a failed brk returns the old one. */
+	if (!st || st->sys_skip || st->sys_arg0 == 0 || (__u64)ctx->ret != st->sys_arg0)
+		return 0;
+	emit(MT_KIND_BRK, (__u64)ctx->ret, 0, 0, 0);
+	return 0;
+}
+
+/* ---- process life ---- */
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 parent_tgid = BPF_CORE_READ(parent, tgid);
+	__u32 child_tgid = BPF_CORE_READ(child, tgid);
+	if (parent_tgid == child_tgid || !bpf_map_lookup_elem(&tracked, &parent_tgid))
+		return 0; /* a new thread, or not ours */
+	__u32 one = 1;
+	bpf_map_update_elem(&tracked, &child_tgid, &one, BPF_ANY);
+	emit(MT_KIND_FORK, child_tgid, 0, 0, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
+{
+	if (!current_tracked())
+		return 0;
+	emit(MT_KIND_EXEC, 0, 0, 0, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *task)
+{
+	__u32 tgid = BPF_CORE_READ(task, tgid);
+	if (BPF_CORE_READ(task, pid) != tgid || !bpf_map_lookup_elem(&tracked, &tgid))
+		return 0;
+	/* A process that dies while pressure-stopped must not be signalled later. */
+	if (bpf_map_delete_elem(&pressure_stopped, &tgid) == 0)
+		__sync_fetch_and_sub(&stops_outstanding, 1);
+	bpf_map_delete_elem(&tracked, &tgid);
+	emit_record(MT_KIND_EXIT, 0, BPF_CORE_READ(task, exit_code), 0, 0, false); /* no SIGSTOP to a dying process */
+	return 0;
+}

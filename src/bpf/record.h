@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The records the BPF side writes into its rings, shared by the kernel programs and user space.
+ * Fixed-width fields only; src/format/Record.hpp static_asserts the size and every offset so a
+ * mismatch fails the build, not a run. Bump MT_RECORD_VERSION on any layout change.
+ */
+#ifndef MEMTRACK_RECORD_H
+#define MEMTRACK_RECORD_H
+
+#ifndef __bpf__
+#include <linux/types.h>
+#endif
+
+#define MT_RECORD_VERSION 1
+
+/* Kinds of event. The first eight map one to one onto the artifact's `type` names. */
+enum mt_kind {
+	MT_KIND_MALLOC = 1,
+	MT_KIND_FREE = 2,
+	MT_KIND_REALLOC = 3,
+	MT_KIND_CALLOC = 4,
+	MT_KIND_ALIGNED_ALLOC = 5,
+	MT_KIND_MMAP = 6,
+	MT_KIND_MUNMAP = 7,
+	MT_KIND_BRK = 8,
+	/* Process life: kept out of the MemtrackArtifact. */
+	MT_KIND_FORK = 16, /* addr = child pid */
+	MT_KIND_EXEC = 17,
+	MT_KIND_EXIT = 18, /* size = exit code */
+};
+
+/* Bits of mt_record.flags. */
+#define MT_FLAG_OLD_ADDR 0x1u /* old_addr is known (Realloc) */
+
+/*
+ * 48 bytes, so one record costs 56 bytes of ring with the kernel's 8-byte header. `size_kind`
+ * packs the size (low 48 bits: no allocation or mapping can exceed the 47-bit user address space)
+ * with the kind (bits 48-55) and flags (bits 56-63); use the accessors below.
+ */
+struct mt_record {
+	__u64 timestamp; /* CLOCK_MONOTONIC ns */
+	__u64 addr;
+	__u64 size_kind;
+	__u64 old_addr;   /* Realloc: the pointer passed in, when MT_FLAG_OLD_ADDR */
+	__u64 stack_hash; /* 0: no stack captured */
+	__u32 pid;        /* thread group id */
+	__u32 tid;
+};
+
+#define MT_SIZE_BITS 48
+#define MT_SIZE_MASK ((((__u64)1) << MT_SIZE_BITS) - 1)
+
+static inline __u64 mt_pack_size_kind(__u64 size, __u32 kind, __u32 flags)
+{
+	return (size & MT_SIZE_MASK) | ((__u64)(kind & 0xff) << 48) | ((__u64)(flags & 0xff) << 56);
+}
+static inline __u64 mt_record_size(const struct mt_record *r) { return r->size_kind & MT_SIZE_MASK; }
+static inline __u32 mt_record_kind(const struct mt_record *r) { return (r->size_kind >> 48) & 0xff; }
+static inline __u32 mt_record_flags(const struct mt_record *r) { return (r->size_kind >> 56) & 0xff; }
+
+/*
+ * Which allocator function a uprobe sits on: the low byte of the BPF cookie. Bits 8-15 of the
+ * cookie carry how many bytes the function has pushed at the probed instruction (a probe placed
+ * past the entry, see ProbePlacement), so the entry stack pointer can be recovered.
+ */
+enum mt_func {
+	MT_FUNC_MALLOC = 1,
+	MT_FUNC_CALLOC,
+	MT_FUNC_REALLOC,
+	MT_FUNC_REALLOCARRAY,
+	MT_FUNC_ALIGNED_ALLOC, /* aligned_alloc, memalign: (alignment, size) */
+	MT_FUNC_POSIX_MEMALIGN,
+	MT_FUNC_VALLOC, /* valloc, pvalloc: (size) */
+	MT_FUNC_FREE,
+	MT_FUNC_NEW,         /* every operator new/new[] without alignment: (size, ...) */
+	MT_FUNC_NEW_ALIGNED, /* operator new/new[] with std::align_val_t: (size, alignment, ...) */
+	MT_FUNC_DELETE,      /* every operator delete/delete[]: (ptr, ...) */
+};
+
+#define MT_COOKIE(func, pushed) ((__u64)(func) | ((__u64)(pushed) << 8))
+#define MT_COOKIE_FUNC(c) ((__u32)((c)&0xff))
+#define MT_COOKIE_PUSHED(c) ((__u32)(((c) >> 8) & 0xff))
+
+/* Index of the per-CPU counters the BPF side keeps (map `counters`). */
+enum mt_counter {
+	MT_COUNTER_DROPPED = 0,  /* failed ring reservations: must stay 0 */
+	MT_COUNTER_NESTED,       /* allocator calls made inside another one, not recorded */
+	MT_COUNTER_STOPS,        /* SIGSTOPs sent for ring pressure */
+	MT_COUNTER_STALE_FRAME,  /* outer call never returned (exception, longjmp): state reset */
+	MT_COUNTER_MAX,
+};
+
+/* Value of the `pressure_stopped` map, keyed by thread group id. */
+struct mt_stop {
+	__u64 stop_ns;        /* CLOCK_MONOTONIC ns when SIGSTOP was sent */
+	__u64 start_boottime; /* the process's start (task->start_boottime), guards against pid reuse */
+};
+
+#endif

@@ -1,0 +1,22 @@
+#pragma once
+// `memtrack ctl --socket PATH CMD [--pid N]`: sends one request to a running `memtrack track
+// --socket PATH` and prints its reply line (docs/PROTOCOL.md).
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace memtrack {
+
+struct CtlOptions {
+    std::string socket;
+    std::string cmd;             // ping, enable, disable, drain, stats, attach, shutdown
+    std::optional<int64_t> pid;  // sent as "pid" when given (attach needs it)
+    double timeout_s = 60;       // for connecting, sending and the reply together; <= 0: no limit
+};
+
+// Returns the process exit code: 0 when the reply says "ok": true, 1 when it says false (the
+// reply is printed to stdout either way), 2 when there is no usable reply (cannot connect, timed
+// out, connection closed, malformed reply), with one line "memtrack: ctl: <reason>" on stderr.
+int run_ctl(const CtlOptions& opts);
+
+}  // namespace memtrack

@@ -1,0 +1,315 @@
+#include "cli/TrackCommand.hpp"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <thread>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/json/serialize.hpp>
+
+#include "actors/Control.hpp"
+#include "actors/DrainBarrier.hpp"
+#include "actors/PressureControl.hpp"
+#include "actors/RingConsumer.hpp"
+#include "actors/Stats.hpp"
+#include "actors/Writer.hpp"
+#include "bpf/record.h"
+#include "core/Clock.hpp"
+#include "core/Log.hpp"
+#include "core/Result.hpp"
+#include "format/ZstdFileWriter.hpp"
+#include "probes/BpfSession.hpp"
+#include "process/ChildLauncher.hpp"
+#include "ring/RingView.hpp"
+
+namespace memtrack {
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+
+std::vector<std::string> command_argv(const std::vector<std::string>& command) {
+    if (command.size() == 1 && command[0].find_first_of(" \t\n;&|<>()$`\\\"'*?[]#~=%{}") != std::string::npos)
+        return {"bash", "-c", command[0]};
+    return command;
+}
+
+namespace {
+
+void check_options(const TrackOptions& o) {
+    if (o.command.empty()) throw FatalError("track: no command given (memtrack track [options] -- CMD [ARGS...])");
+    if (!(o.stop_fill > 0.0 && o.stop_fill <= 1.0)) throw FatalError("--stop-fill must be in (0, 1]");
+    if (!(o.resume_fill >= 0.0 && o.resume_fill < o.stop_fill))
+        throw FatalError("--resume-fill must be in [0, --stop-fill)");
+    if (o.chunk_records == 0) throw FatalError("--chunk-records must be at least 1");
+    if (o.threads == 0) throw FatalError("--threads must be at least 1");
+}
+
+std::string prepare_output_dir(const std::string& dir) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw FatalError(fmt::format("output folder not writable: {}: {}", dir, ec.message()));
+    if (::access(dir.c_str(), W_OK | X_OK) != 0)
+        throw FatalError(fmt::format("output folder not writable: {}: {}", dir, std::strerror(errno)));
+    return dir;
+}
+
+// Everything that lives for one tracked run; the shutdown sequence walks it in order.
+class TrackRun {
+public:
+    TrackRun(asio::io_context& io, const TrackOptions& opt, BpfSession& bpf, RingView& ring, ZstdFileWriter artifact,
+             HeldChild& child, Control* control)
+        : io_(io), opt_(opt), bpf_(bpf), ring_(ring), child_(child), control_(control),
+          writer_(io_, queue_, std::move(artifact), stats_),
+          consumer_(io_, ring_, queue_, stats_,
+                    RingConsumer::Options{opt.chunk_records, std::chrono::microseconds(opt.consumer_delay_us),
+                                          std::chrono::milliseconds(10)}),
+          pressure_(io_, bpf_, stats_, WatermarkPolicy{opt.stop_fill, opt.resume_fill}),
+          drains_(io_, ring_, consumer_, writer_, stats_), exit_watch_(io_, ::dup(child.pidfd())),
+          signals_(io_, SIGINT, SIGTERM, SIGHUP) {
+        consumer_.set_batch_ready([this] { writer_.notify(); });
+        writer_.set_queue_space([this] { consumer_.on_queue_space(); });
+        consumer_.set_chunk_observer([this](uint64_t, double fill) { pressure_.on_chunk(fill); });
+        writer_.add_root_process(child.pid(), monotonic_ns());
+        if (control_) control_->set_handlers(control_handlers());
+    }
+
+    // Runs until the command exits, a signal arrives or a client asks for shutdown.
+    int run() {
+        consumer_.start();
+        pressure_.start();
+        if (control_) control_->start();
+        exit_watch_.async_wait(asio::posix::stream_descriptor::wait_read, [this](boost::system::error_code ec) {
+            if (!ec) shutdown(Reason::CommandExited, 0, nullptr);
+        });
+        signals_.async_wait([this](boost::system::error_code ec, int sig) {
+            if (!ec) shutdown(Reason::Signal, sig, nullptr);
+        });
+
+        std::vector<std::thread> pool;
+        for (unsigned i = 1; i < opt_.threads; ++i) pool.emplace_back([this] { io_.run(); });
+        auto released = child_.release();
+        if (!released) {
+            exec_error_ = released.error().err;
+            shutdown(Reason::ExecFailed, 0, nullptr);
+        }
+        io_.run();
+        for (auto& t : pool) t.join();
+        return finish();
+    }
+
+    bool exec_failed() const { return exec_error_ != 0; }
+    int exec_error() const { return exec_error_; }
+
+private:
+    enum class Reason { CommandExited, Signal, ClientShutdown, ExecFailed };
+
+    ControlHandlers control_handlers() {
+        ControlHandlers h;
+        h.set_recording = [this](bool on, ControlHandlers::Reply reply) {
+            bpf_.set_recording(on);
+            reply(boost::json::object{{"recording", on}});
+        };
+        h.drain = [this](ControlHandlers::Reply reply) {
+            drains_.request([reply = std::move(reply)](Result<uint64_t> r) {
+                if (!r) reply(r.error());
+                else reply(boost::json::object{{"records", r.value()}});
+            });
+        };
+        h.stats = [this] { return live_stats(); };
+        h.attach = [this](int32_t pid, ControlHandlers::Reply reply) {
+            if (::kill(pid, 0) != 0) return reply(errno_error("attach", std::to_string(pid)));
+            try {
+                bpf_.track(pid);
+                writer_.add_root_process(pid, monotonic_ns());
+                reply(boost::json::object{{"pid", pid}});
+            } catch (const FatalError& e) {
+                reply(Error{"attach", std::to_string(pid), 0, e.what()});
+            }
+        };
+        h.shutdown = [this](ControlHandlers::Reply reply) { shutdown(Reason::ClientShutdown, 0, std::move(reply)); };
+        return h;
+    }
+
+    boost::json::object live_stats() {
+        stats_.set_kernel_counters(bpf_.counter(MT_COUNTER_DROPPED), bpf_.counter(MT_COUNTER_STOPS),
+                                   bpf_.counter(MT_COUNTER_NESTED));
+        return stats_.to_json();
+    }
+
+    // Stop recording, read the ring to the producer position of now, finish the artifact,
+    // resume every process we stopped, then let io_context run out of work.
+    void shutdown(Reason why, int sig, ControlHandlers::Reply reply) {
+        if (shutting_down_.exchange(true)) {
+            if (reply) reply(Error{"shutdown", {}, 0, "already shutting down"});
+            return;
+        }
+        reason_ = why;
+        signal_ = sig;
+        bpf_.set_recording(false);
+        consumer_.drain([this, reply = std::move(reply)]() mutable {
+            writer_.finish([this, reply = std::move(reply)](Result<uint64_t> written) mutable {
+                if (!written) write_error_ = written.error();
+                pressure_.resume_all([this, reply = std::move(reply)]() mutable {
+                    if (reply) reply(boost::json::object{{"records", stats_.records_written()}});
+                    stop_all();
+                });
+            });
+        });
+    }
+
+    void stop_all() {
+        consumer_.stop();
+        pressure_.stop();
+        asio::post(io_, [this] {
+            boost::system::error_code ec;
+            exit_watch_.cancel(ec);
+            exit_watch_.close(ec);
+            signals_.cancel(ec);
+            // Let the shutdown reply reach the client before the socket closes.
+            if (control_) control_->stop();
+        });
+    }
+
+    int finish() {
+        // A last resume pass: nothing may stay stopped, whatever happened above.
+        pressure_resume_remaining();
+        auto stats = live_stats();
+        if (!opt_.stats_file.empty()) {
+            std::ofstream f(opt_.stats_file);
+            f << boost::json::serialize(stats) << "\n";
+            if (!f) log::error("cannot write stats to {}", opt_.stats_file);
+        }
+        const uint64_t dropped = bpf_.counter(MT_COUNTER_DROPPED);
+
+        int status = 0;
+        switch (reason_) {
+        case Reason::CommandExited: status = child_.wait_exit_status(); break;
+        case Reason::ExecFailed: status = child_.wait_exit_status(); break;
+        case Reason::ClientShutdown: status = 0; break;
+        case Reason::Signal:
+            ::kill(child_.pid(), signal_);
+            status = wait_with_timeout(std::chrono::seconds(10)).value_or(128 + signal_);
+            break;
+        }
+        if (write_error_) {
+            log::error("artifact incomplete: {}", write_error_->message());
+            if (status == 0) status = 1;
+        }
+        if (dropped > 0) {
+            fmt::print(stderr, "dropped: {}\n", dropped);
+            if (status == 0) status = 1;
+        }
+        return status;
+    }
+
+    void pressure_resume_remaining() {
+        pressure_.resume_stopped_now();
+        stats_.set_stopped_at_exit(pressure_.stopped_count());
+    }
+
+    std::optional<int> wait_with_timeout(std::chrono::milliseconds limit) {
+        const auto deadline = std::chrono::steady_clock::now() + limit;
+        while (std::chrono::steady_clock::now() < deadline) {
+            if (auto s = child_.try_exit_status()) return s;
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        return std::nullopt;
+    }
+
+    asio::io_context& io_;
+    const TrackOptions& opt_;
+    BpfSession& bpf_;
+    RingView& ring_;
+    HeldChild& child_;
+    Control* control_;
+    Stats stats_;
+    BatchQueue queue_;
+    Writer writer_;
+    RingConsumer consumer_;
+    PressureControl pressure_;
+    DrainBarrier drains_;
+    asio::posix::stream_descriptor exit_watch_;
+    asio::signal_set signals_;
+    std::atomic<bool> shutting_down_{false};
+    Reason reason_ = Reason::CommandExited;
+    int signal_ = 0;
+    int exec_error_ = 0;
+    std::optional<Error> write_error_;
+};
+
+}  // namespace
+
+int run_track(const TrackOptions& opt_in) {
+    TrackOptions opt = opt_in;
+    if (opt.stats_file.empty())
+        if (const char* env = std::getenv("MEMTRACK_STATS")) opt.stats_file = env;
+    check_options(opt);
+    require_bpf_privileges();
+    const auto argv = command_argv(opt.command);
+    if (find_executable(argv[0]).empty()) {
+        log::error("command not found: {}", argv[0]);
+        return 127;
+    }
+    const std::string dir = prepare_output_dir(opt.output_dir);
+    ::signal(SIGPIPE, SIG_IGN);
+
+    // The socket first: a client may connect while the slow start-up below runs.
+    asio::io_context io;
+    std::unique_ptr<Control> control;
+    if (!opt.socket.empty()) control = value_or_throw(Control::bind(io, opt.socket));
+
+    auto child = value_or_throw(HeldChild::spawn(argv));
+    std::unique_ptr<BpfSession> bpf;
+    try {
+        BpfConfig cfg;
+        cfg.ring_bytes = opt.ring_size;
+        cfg.stop_fill = opt.stop_fill;
+        cfg.libc_path = opt.libc_path;
+        cfg.libstdcxx_path = opt.libstdcxx_path;
+        const uint64_t t0 = monotonic_ns();
+        bpf = BpfSession::open_and_load(cfg);
+        bpf->attach_tracepoints();
+        bpf->attach_allocator_probes();
+        bpf->track(child.pid());
+        bpf->set_recording(!opt.start_disabled);
+        log::info("start-up took {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
+    } catch (...) {
+        child.abandon();
+        throw;
+    }
+    const std::string artifact_path = fmt::format("{}/{}.MemtrackArtifact.msgpack", dir, child.pid());
+    auto artifact = ZstdFileWriter::create(artifact_path);
+    if (!artifact) {
+        child.abandon();
+        throw FatalError(fmt::format("output folder not writable: {}", artifact.error().message()));
+    }
+    auto ring = RingView::map(bpf->events_ring_fd());
+    if (!ring) {
+        child.abandon();
+        throw FatalError(ring.error());
+    }
+
+    TrackRun run(io, opt, *bpf, *ring, std::move(artifact).value(), child, control.get());
+    const int status = run.run();
+    const uint64_t t0 = monotonic_ns();
+    bpf->detach();
+    log::info("teardown took {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
+    if (run.exec_failed()) {
+        ::unlink(artifact_path.c_str());  // no empty artifact for a command that never ran
+        const int err = run.exec_error();
+        log::error("cannot run {}: {}", argv[0], std::strerror(err));
+        return err == ENOENT ? 127 : 126;
+    }
+    return status;
+}
+
+}  // namespace memtrack

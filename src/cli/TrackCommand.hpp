@@ -1,0 +1,32 @@
+#pragma once
+// `memtrack track`: runs a command under tracking and writes its artifact.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace memtrack {
+
+struct TrackOptions {
+    std::string output_dir = ".";
+    bool start_disabled = false;
+    std::string stats_file;  // also MEMTRACK_STATS
+    std::string socket;
+    std::vector<std::string> command;
+    uint64_t ring_size = 64ull << 20;
+    size_t chunk_records = 1024;
+    double stop_fill = 0.75;
+    double resume_fill = 0.25;
+    uint64_t consumer_delay_us = 0;
+    std::string libc_path;
+    std::string libstdcxx_path;
+    unsigned threads = 2;
+};
+
+// Returns memtrack's exit status: the command's, or non-zero when records were dropped.
+// Throws FatalError for start-up failures.
+int run_track(const TrackOptions& opt);
+
+// The argv to exec: a single string with shell syntax runs through `bash -c`.
+std::vector<std::string> command_argv(const std::vector<std::string>& command);
+
+}  // namespace memtrack

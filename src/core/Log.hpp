@@ -1,0 +1,22 @@
+#pragma once
+// One place for diagnostics: errors always, details only at -v.
+#include <fmt/format.h>
+
+#include <cstdio>
+
+namespace memtrack::log {
+
+void set_verbose(bool on);
+bool verbose();
+
+template <typename... Args>
+void info(fmt::format_string<Args...> f, Args&&... args) {
+    if (verbose()) fmt::print(stderr, "memtrack: {}\n", fmt::format(f, std::forward<Args>(args)...));
+}
+
+template <typename... Args>
+void error(fmt::format_string<Args...> f, Args&&... args) {
+    fmt::print(stderr, "memtrack: {}\n", fmt::format(f, std::forward<Args>(args)...));
+}
+
+}  // namespace memtrack::log

@@ -1,0 +1,107 @@
+// memtrack's command line: parsing and wiring only; each command lives in src/cli/.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "cli/CtlCommand.hpp"
+#include "cli/DumpCommand.hpp"
+#include "cli/TrackCommand.hpp"
+#include "core/Log.hpp"
+#include "core/Result.hpp"
+
+namespace {
+
+// A ring size may be written 67108864, 64M, 64MiB, 1G...
+uint64_t parse_size(const std::string& text) {
+    size_t pos = 0;
+    unsigned long long v = 0;
+    try {
+        v = std::stoull(text, &pos);
+    } catch (const std::exception&) {
+        throw CLI::ValidationError("--ring-size", "not a size: " + text);
+    }
+    std::string unit = text.substr(pos);
+    uint64_t mult = 1;
+    if (unit == "" || unit == "B") mult = 1;
+    else if (unit == "K" || unit == "KiB" || unit == "k") mult = 1ull << 10;
+    else if (unit == "M" || unit == "MiB") mult = 1ull << 20;
+    else if (unit == "G" || unit == "GiB") mult = 1ull << 30;
+    else throw CLI::ValidationError("--ring-size", "unknown unit in " + text);
+    return uint64_t(v) * mult;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"memtrack: records every heap allocation of a command and its descendants, with eBPF"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "memtrack " MEMTRACK_VERSION);
+    bool verbose = false;
+    app.add_flag("-v,--verbose", verbose, "log probe placement, timings and libbpf messages");
+
+    memtrack::TrackOptions track;
+    std::string ring_size;
+    auto* t = app.add_subcommand("track", "run a command and record its allocations");
+    t->add_option("-o,--output", track.output_dir, "folder for the artifact (created if missing)");
+    t->add_flag("--start-disabled", track.start_disabled, "start with recording off (enable it over --socket)");
+    t->add_option("--stats", track.stats_file, "write run statistics as JSON to FILE at exit (or MEMTRACK_STATS)");
+    t->add_option("--socket", track.socket, "control socket path (docs/PROTOCOL.md)");
+    t->add_option("--ring-size", ring_size, "ring buffer bytes, a power of two (default 64M)");
+    t->add_option("--chunk-records", track.chunk_records, "records read per consumer turn (default 1024)");
+    t->add_option("--stop-fill", track.stop_fill, "ring fill that pauses a producer (default 0.75)");
+    t->add_option("--resume-fill", track.resume_fill, "ring fill below which paused producers resume (default 0.25; 0: only when empty)");
+    t->add_option("--consumer-delay-us", track.consumer_delay_us, "testing knob: delay every chunk by N microseconds");
+    t->add_option("--libc", track.libc_path, "C library to probe (default: the one memtrack uses)");
+    t->add_option("--libstdcxx", track.libstdcxx_path, "C++ runtime to probe (default: the one memtrack uses)");
+    t->add_option("--threads", track.threads, "io threads (default 2)");
+    t->add_option("command", track.command, "CMD [ARGS...] after --, or one string run with bash -c")->required();
+
+    memtrack::DumpOptions dump;
+    auto* d = app.add_subcommand("dump", "print an artifact as JSON lines, or a summary");
+    d->add_flag("--summary", dump.summary, "counts and bytes per type, peak live bytes");
+    d->add_option("file", dump.file, "a .MemtrackArtifact.msgpack file")->required();
+
+    memtrack::CtlOptions ctl;
+    int64_t pid = 0;
+    auto* c = app.add_subcommand("ctl", "send one request to a running memtrack's control socket");
+    c->add_option("--socket", ctl.socket, "control socket path")->required();
+    auto* pid_opt = c->add_option("--pid", pid, "process id for attach");
+    c->add_option("--timeout", ctl.timeout_s, "seconds to wait for the reply (default 60)");
+    c->add_option("cmd", ctl.cmd, "ping, enable, disable, drain, stats, attach, shutdown")->required();
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::fprintf(stderr, "memtrack: %s\n", e.what());
+        return 2;
+    }
+    memtrack::log::set_verbose(verbose);
+
+    try {
+        if (*t) {
+            if (!ring_size.empty()) track.ring_size = parse_size(ring_size);
+            return memtrack::run_track(track);
+        }
+        if (*d) return memtrack::run_dump(dump);
+        if (*c) {
+            if (*pid_opt) ctl.pid = pid;
+            return memtrack::run_ctl(ctl);
+        }
+    } catch (const memtrack::FatalError& e) {
+        memtrack::log::error("{}", e.what());
+        return e.exit_code();
+    } catch (const CLI::ValidationError& e) {
+        std::fprintf(stderr, "memtrack: %s\n", e.what());
+        return 2;
+    } catch (const std::exception& e) {
+        memtrack::log::error("{}", e.what());
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,108 @@
+#include "probes/AllocatorProbes.hpp"
+
+#include <link.h>
+
+#include <algorithm>
+#include <set>
+
+#include "bpf/record.h"
+#include "core/Log.hpp"
+#include "probes/ElfSymbols.hpp"
+
+namespace memtrack {
+
+const std::vector<AllocatorFunction>& libc_functions() {
+    static const std::vector<AllocatorFunction> fns{
+        {"malloc", MT_FUNC_MALLOC, true, true},
+        {"free", MT_FUNC_FREE, false, true},
+        {"calloc", MT_FUNC_CALLOC, true, false},
+        {"realloc", MT_FUNC_REALLOC, true, false},
+        {"reallocarray", MT_FUNC_REALLOCARRAY, true, false},
+        {"aligned_alloc", MT_FUNC_ALIGNED_ALLOC, true, false},
+        {"memalign", MT_FUNC_ALIGNED_ALLOC, true, false},
+        {"posix_memalign", MT_FUNC_POSIX_MEMALIGN, true, false},
+        {"valloc", MT_FUNC_VALLOC, true, false},
+        {"pvalloc", MT_FUNC_VALLOC, true, false},
+    };
+    return fns;
+}
+
+const std::vector<AllocatorFunction>& libstdcxx_functions() {
+    static const std::vector<AllocatorFunction> fns{
+        {"_Znwm", MT_FUNC_NEW, true, false},
+        {"_Znam", MT_FUNC_NEW, true, false},
+        {"_ZnwmRKSt9nothrow_t", MT_FUNC_NEW, true, false},
+        {"_ZnamRKSt9nothrow_t", MT_FUNC_NEW, true, false},
+        {"_ZnwmSt11align_val_t", MT_FUNC_NEW_ALIGNED, true, false},
+        {"_ZnamSt11align_val_t", MT_FUNC_NEW_ALIGNED, true, false},
+        {"_ZnwmSt11align_val_tRKSt9nothrow_t", MT_FUNC_NEW_ALIGNED, true, false},
+        {"_ZnamSt11align_val_tRKSt9nothrow_t", MT_FUNC_NEW_ALIGNED, true, false},
+        {"_ZdlPv", MT_FUNC_DELETE, false, false},
+        {"_ZdaPv", MT_FUNC_DELETE, false, false},
+        {"_ZdlPvm", MT_FUNC_DELETE, false, false},
+        {"_ZdaPvm", MT_FUNC_DELETE, false, false},
+        {"_ZdlPvRKSt9nothrow_t", MT_FUNC_DELETE, false, false},
+        {"_ZdaPvRKSt9nothrow_t", MT_FUNC_DELETE, false, false},
+        {"_ZdlPvSt11align_val_t", MT_FUNC_DELETE, false, false},
+        {"_ZdaPvSt11align_val_t", MT_FUNC_DELETE, false, false},
+        {"_ZdlPvmSt11align_val_t", MT_FUNC_DELETE, false, false},
+        {"_ZdaPvmSt11align_val_t", MT_FUNC_DELETE, false, false},
+        {"_ZdlPvSt11align_val_tRKSt9nothrow_t", MT_FUNC_DELETE, false, false},
+        {"_ZdaPvSt11align_val_tRKSt9nothrow_t", MT_FUNC_DELETE, false, false},
+    };
+    return fns;
+}
+
+Result<LibraryProbes> resolve_library_probes(const std::string& path,
+                                             const std::vector<AllocatorFunction>& functions) {
+    auto elf = ElfSymbols::load(path);
+    if (!elf) return elf.error();
+    LibraryProbes out;
+    out.path = path;
+    out.entry.path = out.ret.path = path;
+    out.ret.retprobe = true;
+    // aligned_alloc and memalign share one address in glibc: one probe per offset.
+    std::set<uint64_t> entry_seen, ret_seen;
+    for (const auto& fn : functions) {
+        auto sym = elf->find(fn.symbol);
+        if (!sym) {
+            if (fn.required) return Error{"find symbol", fmt::format("{} in {}", fn.symbol, path), ENOENT, {}};
+            out.missing.emplace_back(fn.symbol);
+            continue;
+        }
+        const uint64_t cookie = MT_COOKIE(fn.func, 0);
+        if (entry_seen.insert(sym->file_offset).second) {
+            out.entry.offsets.push_back(sym->file_offset);
+            out.entry.cookies.push_back(cookie);
+        }
+        if (fn.has_return && ret_seen.insert(sym->file_offset).second) {
+            out.ret.offsets.push_back(sym->file_offset);
+            out.ret.cookies.push_back(cookie);
+        }
+        log::info("probe {}+{:#x} ({})", fn.symbol, sym->file_offset, path);
+    }
+    return out;
+}
+
+std::string loaded_library_path(const std::string& soname_prefix) {
+    struct Search {
+        const std::string* prefix;
+        std::string found;
+    } search{&soname_prefix, {}};
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* data) -> int {
+            auto* s = static_cast<Search*>(data);
+            const std::string name = info->dlpi_name ? info->dlpi_name : "";
+            const auto slash = name.rfind('/');
+            const std::string base = slash == std::string::npos ? name : name.substr(slash + 1);
+            if (base.rfind(*s->prefix, 0) == 0) {
+                s->found = name;
+                return 1;
+            }
+            return 0;
+        },
+        &search);
+    return search.found;
+}
+
+}  // namespace memtrack

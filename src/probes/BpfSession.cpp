@@ -1,0 +1,180 @@
+#include "probes/BpfSession.hpp"
+
+#include <linux/capability.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <cstdarg>
+#include <mutex>
+
+#include "core/Log.hpp"
+#include "core/Result.hpp"
+#include "memtrack.bpf.skel.h"
+#include "probes/AllocatorProbes.hpp"
+#include "probes/Tracefs.hpp"
+
+namespace memtrack {
+namespace {
+
+// libbpf's messages go through our logger; the last warning explains a failed load or attach.
+std::mutex g_libbpf_mu;
+std::string g_libbpf_last;
+
+int libbpf_print(enum libbpf_print_level level, const char* format, va_list args) {
+    char buf[1024];
+    std::vsnprintf(buf, sizeof(buf), format, args);
+    std::string line(buf);
+    while (!line.empty() && line.back() == '\n') line.pop_back();
+    if (level != LIBBPF_DEBUG) {
+        std::lock_guard lock(g_libbpf_mu);
+        g_libbpf_last = line;
+    }
+    if (log::verbose() && level != LIBBPF_DEBUG) log::info("libbpf: {}", line);
+    return 0;
+}
+
+std::string libbpf_last_message() {
+    std::lock_guard lock(g_libbpf_mu);
+    return g_libbpf_last;
+}
+
+[[noreturn]] void fail(const std::string& what, int err) {
+    std::string msg = fmt::format("BPF {} failed: {}", what, std::strerror(err < 0 ? -err : err));
+    if (auto last = libbpf_last_message(); !last.empty()) msg += fmt::format(" (libbpf: {})", last);
+    throw FatalError(msg);
+}
+
+bool has_capability(const __user_cap_data_struct (&data)[2], int cap) {
+    return data[cap / 32].effective & (1u << (cap % 32));
+}
+
+}  // namespace
+
+void require_bpf_privileges() {
+    if (::geteuid() == 0) return;
+    __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[2]{};
+    constexpr int kCapPerfmon = 38, kCapBpf = 39;
+    if (::syscall(SYS_capget, &hdr, data) == 0 && has_capability(data, kCapBpf) &&
+        has_capability(data, kCapPerfmon))
+        return;
+    throw FatalError("memtrack needs root, or CAP_BPF and CAP_PERFMON");
+}
+
+std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
+    libbpf_set_print(libbpf_print);
+    const long page = ::sysconf(_SC_PAGESIZE);
+    if (cfg.ring_bytes < uint64_t(page) || (cfg.ring_bytes & (cfg.ring_bytes - 1)) != 0)
+        throw FatalError(fmt::format("ring size {} is not a power of two of at least {} bytes",
+                                     cfg.ring_bytes, page));
+    std::unique_ptr<BpfSession> s(new BpfSession(cfg));
+    s->skel_ = memtrack_bpf__open();
+    if (!s->skel_) fail("open", errno);
+
+    if (bpf_map__set_max_entries(s->skel_->maps.events, uint32_t(cfg.ring_bytes)) != 0)
+        fail("ring resize", errno);
+    s->skel_->rodata->stop_bytes = cfg.stop_fill >= 1.0 ? ~0ull : uint64_t(cfg.stop_fill * double(cfg.ring_bytes));
+    s->skel_->rodata->wakeup_bytes = uint64_t(cfg.wakeup_fill * double(cfg.ring_bytes));
+    // One program serves every allocator entry (and one every return) through uprobe_multi.
+    for (bpf_program* p : {s->skel_->progs.alloc_entry, s->skel_->progs.alloc_return})
+        bpf_program__set_expected_attach_type(p, bpf_attach_type(kAttachTypeUprobeMulti));
+
+    if (int err = memtrack_bpf__load(s->skel_); err != 0) fail("load", err);
+    return s;
+}
+
+BpfSession::~BpfSession() {
+    detach();
+    if (skel_) memtrack_bpf__destroy(skel_);
+}
+
+void BpfSession::detach() {
+    uprobe_links_.clear();
+    for (bpf_link* l : tracepoint_links_) bpf_link__destroy(l);
+    tracepoint_links_.clear();
+}
+
+void BpfSession::attach_tracepoints() {
+    if (auto r = ensure_tracefs(); !r) throw FatalError(r.error());
+    bpf_program* progs[] = {
+        skel_->progs.on_fork,          skel_->progs.on_exec,          skel_->progs.on_exit,
+        skel_->progs.sys_enter_mmap,   skel_->progs.sys_exit_mmap,    skel_->progs.sys_enter_munmap,
+        skel_->progs.sys_exit_munmap,  skel_->progs.sys_enter_mremap, skel_->progs.sys_exit_mremap,
+        skel_->progs.sys_enter_brk,    skel_->progs.sys_exit_brk,
+    };
+    for (bpf_program* p : progs) {
+        bpf_link* l = bpf_program__attach(p);
+        if (!l) fail(fmt::format("attach {}", bpf_program__name(p)), errno);
+        tracepoint_links_.push_back(l);
+    }
+}
+
+void BpfSession::attach_allocator_probes() {
+    struct Library {
+        std::string path;
+        const std::vector<AllocatorFunction>* functions;
+        bool required;
+    };
+    const std::string libc = cfg_.libc_path.empty() ? loaded_library_path("libc.so") : cfg_.libc_path;
+    const std::string libstdcxx =
+        cfg_.libstdcxx_path.empty() ? loaded_library_path("libstdc++.so") : cfg_.libstdcxx_path;
+    if (libc.empty()) throw FatalError("cannot find the C library to probe");
+    const Library libs[] = {{libc, &libc_functions(), true}, {libstdcxx, &libstdcxx_functions(), false}};
+    for (const auto& lib : libs) {
+        if (lib.path.empty()) continue;  // optional library not loaded: nothing to probe
+        auto probes = resolve_library_probes(lib.path, *lib.functions);
+        if (!probes) {
+            if (lib.required) throw FatalError(probes.error());
+            log::error("skipping {}: {}", lib.path, probes.error().message());
+            continue;
+        }
+        if (!probes->missing.empty())
+            log::info("{} lacks {} optional function(s), not probed", lib.path, probes->missing.size());
+        const std::pair<bpf_program*, const UprobeMultiSpec*> parts[] = {
+            {skel_->progs.alloc_entry, &probes->entry}, {skel_->progs.alloc_return, &probes->ret}};
+        for (const auto& [prog, spec] : parts) {
+            if (spec->offsets.empty()) continue;
+            auto link = UprobeMultiLink::attach(bpf_program__fd(prog), *spec);
+            if (!link) throw FatalError("BPF attach failed: " + link.error().message());
+            uprobe_links_.push_back(std::move(link).value());
+        }
+    }
+}
+
+void BpfSession::track(pid_t pid) {
+    const uint32_t key = uint32_t(pid), one = 1;
+    if (bpf_map__update_elem(skel_->maps.tracked, &key, sizeof(key), &one, sizeof(one), BPF_ANY) != 0)
+        fail(fmt::format("track pid {}", pid), errno);
+}
+
+void BpfSession::set_recording(bool on) {
+    std::atomic_ref<uint32_t>(skel_->bss->recording).store(on ? 1 : 0, std::memory_order_seq_cst);
+}
+
+bool BpfSession::recording() const {
+    return std::atomic_ref<uint32_t>(skel_->bss->recording).load() != 0;
+}
+
+int BpfSession::events_ring_fd() const { return bpf_map__fd(skel_->maps.events); }
+int BpfSession::pressure_map_fd() const { return bpf_map__fd(skel_->maps.pressure_stopped); }
+
+std::atomic_ref<uint64_t> BpfSession::stops_outstanding() {
+    // Declared `unsigned long` in BPF so the skeleton's type is uint64_t's on this ABI.
+    return std::atomic_ref<uint64_t>(skel_->bss->stops_outstanding);
+}
+
+uint64_t BpfSession::counter(uint32_t index) const {
+    const int ncpu = libbpf_num_possible_cpus();
+    std::vector<uint64_t> values(size_t(ncpu > 0 ? ncpu : 1));
+    if (bpf_map__lookup_elem(skel_->maps.counters, &index, sizeof(index), values.data(),
+                             values.size() * sizeof(uint64_t), 0) != 0)
+        return 0;
+    uint64_t sum = 0;
+    for (uint64_t v : values) sum += v;
+    return sum;
+}
+
+}  // namespace memtrack

@@ -1,0 +1,62 @@
+#pragma once
+// Owns the BPF object (skeleton), every link attached to it, and the shared .bss variables.
+// Lifecycle as libbpf-tools does it: open, configure (rodata, ring size), load, attach.
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "probes/UprobeMultiLink.hpp"
+
+struct memtrack_bpf;
+struct bpf_link;
+
+namespace memtrack {
+
+struct BpfConfig {
+    uint64_t ring_bytes = 64ull << 20;
+    double stop_fill = 0.75;    // SIGSTOP the producer at or above this fill
+    double wakeup_fill = 0.0;   // below this fill, records do not wake the consumer
+    std::string libc_path;      // empty: the C library memtrack itself uses
+    std::string libstdcxx_path; // empty: the C++ runtime memtrack itself uses
+};
+
+class BpfSession {
+public:
+    // Throws FatalError with a one-line reason (libbpf's own message for load failures).
+    static std::unique_ptr<BpfSession> open_and_load(const BpfConfig& cfg);
+    ~BpfSession();
+    BpfSession(const BpfSession&) = delete;
+    BpfSession& operator=(const BpfSession&) = delete;
+
+    void attach_tracepoints();
+    void attach_allocator_probes();
+
+    void track(pid_t pid);
+    void set_recording(bool on);
+    bool recording() const;
+
+    int events_ring_fd() const;
+    int pressure_map_fd() const;
+    // Entries in pressure_stopped, kept by BPF; user space decrements when it resumes one.
+    std::atomic_ref<uint64_t> stops_outstanding();
+    uint64_t counter(uint32_t index) const;  // summed over CPUs
+    const BpfConfig& config() const { return cfg_; }
+    // Detaches every probe now (each link's fd closed); maps stay readable.
+    void detach();
+
+private:
+    explicit BpfSession(const BpfConfig& cfg) : cfg_(cfg) {}
+    BpfConfig cfg_;
+    memtrack_bpf* skel_ = nullptr;
+    std::vector<bpf_link*> tracepoint_links_;
+    std::vector<UprobeMultiLink> uprobe_links_;
+};
+
+// Throws the one-line error the CLI promises when memtrack lacks the privileges to trace.
+void require_bpf_privileges();
+
+}  // namespace memtrack

@@ -1,0 +1,34 @@
+#pragma once
+// Function symbols of one ELF file, with the file offsets uprobes are attached at.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/Result.hpp"
+
+namespace memtrack {
+
+struct FunctionSymbol {
+    uint64_t vaddr = 0;        // st_value
+    uint64_t size = 0;         // st_size
+    uint64_t file_offset = 0;  // where the code sits in the file: what uprobes take
+};
+
+class ElfSymbols {
+public:
+    static Result<ElfSymbols> load(const std::string& path);
+
+    std::optional<FunctionSymbol> find(std::string_view name) const;
+    const std::string& path() const { return path_; }
+    // Up to `max` bytes of code starting at a function's entry, read from the file.
+    Result<std::vector<uint8_t>> code(const FunctionSymbol& fn, size_t max) const;
+
+private:
+    std::string path_;
+    std::unordered_map<std::string, FunctionSymbol> functions_;
+};
+
+}  // namespace memtrack

@@ -1,0 +1,89 @@
+/*
+ * The distinctive sizes each fixture allocates, shared by the fixtures (C and C++) and the root
+ * suite that checks them (tests/root/), so both always agree.
+ *
+ * None of these is a size the C or C++ runtime, stdio or the dynamic loader request on their own
+ * (odd values near 7-10 KiB, page multiples only where the kernel demands them), so a test can pick
+ * a fixture's events out of everything else a process does by size alone, then count exactly.
+ * Everything stays below glibc's 128 KiB mmap threshold except FX_BIG_SIZE, whose point is that
+ * glibc's own mmap/brk inside malloc is not recorded.
+ */
+#ifndef MEMTRACK_FIXTURE_SIZES_H
+#define MEMTRACK_FIXTURE_SIZES_H
+
+/* libc_all: one size per call site. */
+#define FX_LIBC_MALLOC 7001u
+#define FX_LIBC_CALLOC_N 13u
+#define FX_LIBC_CALLOC_S 541u /* 13 * 541 = 7033 */
+#define FX_LIBC_CALLOC (FX_LIBC_CALLOC_N * FX_LIBC_CALLOC_S)
+#define FX_LIBC_GROW_FROM 7103u /* malloc, then realloc to FX_LIBC_GROW_TO */
+#define FX_LIBC_GROW_TO 7207u
+#define FX_LIBC_REALLOC_NULL 7309u /* realloc(NULL, n) */
+#define FX_LIBC_REALLOC_ZERO 7411u /* malloc, then realloc(p, 0) */
+#define FX_LIBC_REALLOC_FAIL 7517u /* malloc, then a realloc that fails, then free */
+#define FX_LIBC_RA_NULL_N 17u
+#define FX_LIBC_RA_NULL_S 433u /* reallocarray(NULL, 17, 433) = 7361 */
+#define FX_LIBC_RA_NULL (FX_LIBC_RA_NULL_N * FX_LIBC_RA_NULL_S)
+#define FX_LIBC_RA_FROM 7129u /* malloc, then reallocarray(p, 19, 383) = 7277 */
+#define FX_LIBC_RA_N 19u
+#define FX_LIBC_RA_S 383u
+#define FX_LIBC_RA_TO (FX_LIBC_RA_N * FX_LIBC_RA_S)
+#define FX_LIBC_ALIGNED_ALLOC 7424u /* aligned_alloc(64, .): a multiple of 64, as C11 asks */
+#define FX_LIBC_MEMALIGN 7527u      /* memalign(128, .) */
+#define FX_LIBC_POSIX_MEMALIGN 7639u /* posix_memalign(&p, 256, .) */
+#define FX_LIBC_VALLOC 7741u
+#define FX_LIBC_PVALLOC 7853u /* requested size; glibc rounds it up to a page internally */
+
+/*
+ * cxx_ops: one size per operator new call site. libstdc++'s aligned operator new rounds the size
+ * up to a multiple of the alignment before it calls aligned_alloc, so a nested call recorded by
+ * mistake shows up at the rounded size (8448, 8640, 8704, 8768): none of those is used here.
+ */
+#define FX_CXX_NEW_OBJ 8111u         /* new S (sizeof 8111), delete p (sized delete) */
+#define FX_CXX_NEW_ARR 8221u         /* new char[8221], delete[] (unsized) */
+#define FX_CXX_NEW_ARR_DTOR 8149u    /* new D[1163], sizeof(D) 7 + 8-byte array cookie; sized delete[] */
+#define FX_CXX_NOTHROW_OBJ 8263u     /* new (nothrow) S, operator delete(p, nothrow) */
+#define FX_CXX_NOTHROW_ARR 8291u     /* new (nothrow) char[], operator delete[](p, nothrow) */
+#define FX_CXX_ALIGNED_OBJ 8576u     /* new A (alignas(128), sizeof 8576), sized aligned delete */
+#define FX_CXX_ALIGNED_ARR 25728u    /* new A[3], delete[] (aligned, unsized) */
+#define FX_CXX_ALIGNED_ALIGN 128u
+#define FX_CXX_OPNEW_AL 8431u        /* operator new(., align_val_t(256)), delete(p, al) */
+#define FX_CXX_OPNEW_AL_ALIGN 256u
+#define FX_CXX_OPNEW_ARR_AL 8609u    /* operator new[](., align_val_t(64)), delete[](p, sz, al) */
+#define FX_CXX_OPNEW_ARR_AL_ALIGN 64u
+#define FX_CXX_OPNEW_AL_NT 8641u     /* operator new(., align_val_t(512), nothrow), delete(p, al, nothrow) */
+#define FX_CXX_OPNEW_AL_NT_ALIGN 512u
+#define FX_CXX_OPNEW_ARR_AL_NT 8747u /* operator new[](., align_val_t(32), nothrow), delete[](p, al, nothrow) */
+#define FX_CXX_OPNEW_ARR_AL_NT_ALIGN 32u
+#define FX_CXX_OPNEW 8849u           /* operator new(.), operator delete(p) */
+#define FX_CXX_OPNEW_ARR 8951u       /* operator new[](.), operator delete[](p, sz) */
+#define FX_CXX_OPNEW_SIZED 9059u     /* operator new(.), operator delete(p, sz) */
+
+/* fork_tree: the parent's own size, then one per child, then the grandchild's. */
+#define FX_FORK_PARENT 9001u
+#define FX_FORK_CHILD0 9103u /* child 0 allocates it 1*N times */
+#define FX_FORK_CHILD1 9209u /* child 1: 2*N times */
+#define FX_FORK_CHILD2 9311u /* child 2: 3*N times, and forks the grandchild */
+#define FX_FORK_GRANDCHILD 9413u /* grandchild: 4*N times */
+
+/* threads: one size per thread, each allocated N times. */
+#define FX_THREAD0 9511u
+#define FX_THREAD1 9613u
+#define FX_THREAD2 9719u
+#define FX_THREAD3 9829u
+
+/* mmap_ops: lengths passed to mmap/munmap/mremap, and the sbrk increment. */
+#define FX_MMAP_LEN 151675u           /* 37 pages + 123 bytes: not a page multiple on purpose */
+#define FX_MREMAP_FROM (41u * 4096u)  /* 167936 */
+#define FX_MREMAP_GROW (97u * 4096u)  /* 397312, MREMAP_MAYMOVE */
+#define FX_MREMAP_SHRINK (53u * 4096u) /* 217088, in place */
+#define FX_SBRK_INC 12345u            /* sbrk(+inc) then sbrk(-inc) */
+
+/* exit3, killed, big_alloc. */
+#define FX_EXIT3_SIZE 9907u
+#define FX_KILLED_SIZE 9931u
+#define FX_BIG_SIZE (1024u * 1024u) /* above glibc's mmap threshold: malloc mmaps internally */
+#define FX_BIG_START_MARK 9941u     /* malloc+free before the big allocations */
+#define FX_BIG_END_MARK 9949u       /* malloc+free after them */
+
+#endif

@@ -1,0 +1,145 @@
+#pragma once
+// The root suite's harness: runs memtrack and the fixtures as child processes, reads back what
+// memtrack wrote (`memtrack dump` as JSON lines, the --stats file) and checks it against the
+// format's rules. Test cases (test_*.cpp) only say what each fixture must have produced.
+//
+// Where things come from (set by tests/root/meson.build):
+//   MEMTRACK_BIN   the memtrack executable under test
+//   FIXTURE_DIR    the directory holding the tests/progs fixtures
+// Other environment:
+//   MEMTRACK_REQUIRE_BPF=1  fail instead of skipping when not root
+//   MEMTRACK_KEEP_TMP=1     keep each test's temporary directory (its path is printed)
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace memtrack::roottest {
+
+// ---- environment ----
+
+// True when the suite can run. Otherwise prints the skip line and returns false, or, with
+// MEMTRACK_REQUIRE_BPF=1, fails the current test case.
+bool root_suite_enabled();
+
+// Every root test case starts with this.
+#define ROOT_SUITE_GUARD()                                \
+    do {                                                  \
+        if (!::memtrack::roottest::root_suite_enabled()) \
+            return;                                       \
+    } while (0)
+
+std::string memtrack_bin();                       // $MEMTRACK_BIN, must be set
+std::string fixture(const std::string& name);     // $FIXTURE_DIR/name, must exist
+
+// ---- running processes ----
+
+struct RunResult {
+    int status = -1;         // exit code, or 128 + N when killed by signal N
+    bool signaled = false;   // killed by a signal (status is then 128 + signal)
+    bool timed_out = false;  // the harness had to kill it
+    bool strays = false;     // descendants still held its stdout/stderr after it exited
+    std::string out;
+    std::string err;
+
+    // "exit 3" / "killed by signal 15" and the stderr, for failure messages.
+    std::string describe() const;
+};
+
+// Runs argv[0] (PATH lookup when it has no slash) with stdin from /dev/null, stdout and stderr
+// captured, default signal dispositions and an empty signal mask, in its own process group.
+// Always reaps the child by its pid before returning. Past the timeout, or when descendants
+// outlive it holding the pipes, the whole process group is SIGKILLed.
+RunResult run(const std::vector<std::string>& argv,
+              std::chrono::seconds timeout = std::chrono::seconds(180));
+
+// ---- files ----
+
+// A directory from mkdtemp, removed with its content when the object dies (unless
+// MEMTRACK_KEEP_TMP=1).
+class TempDir {
+public:
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+
+    const std::string& path() const { return path_; }
+    std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+private:
+    std::string path_;
+};
+
+std::string read_file(const std::string& path);
+void write_file(const std::string& path, const std::string& content);
+
+// Names (not paths) in `dir` whose name contains "MemtrackArtifact", sorted.
+std::vector<std::string> artifact_names(const std::string& dir);
+
+// True when `s` is exactly one non-empty line (a trailing newline allowed).
+bool is_one_line(const std::string& s);
+
+// ---- memtrack track ----
+
+struct Stats {
+    uint64_t records = 0;
+    uint64_t bytes = 0;
+    uint64_t dropped = 0;
+    double duration_s = 0;
+    std::string raw;
+};
+
+struct TrackResult {
+    RunResult run;
+    std::string out_dir;      // what -o named
+    std::string artifact;     // its single <root-pid>.MemtrackArtifact.msgpack
+    int root_pid = 0;         // from the artifact's name
+    Stats stats;              // the --stats file
+    uint64_t t_begin = 0;     // CLOCK_MONOTONIC ns just before starting memtrack
+    uint64_t t_end = 0;       // ... and just after it was reaped
+};
+
+// `memtrack track -o DIR/out --stats DIR/stats.json [extra...] -- command...`.
+// Throws (failing the test with the reason) unless memtrack ended by itself, the output
+// directory holds exactly one artifact with a well-formed name, and the stats file parses.
+// The exit status is left to the caller.
+TrackResult track(const TempDir& dir, const std::vector<std::string>& command,
+                  const std::vector<std::string>& extra = {});
+
+// Same, with `args` placed verbatim after the -o/--stats options (no "--" added): for the
+// single-string form `memtrack track -o DIR "prog arg"`.
+TrackResult track_args(const TempDir& dir, const std::vector<std::string>& args);
+
+// `memtrack track -o DIR/out [args...]` with nothing checked: for the error paths.
+RunResult track_raw(const TempDir& dir, const std::vector<std::string>& args);
+
+Stats parse_stats(const std::string& json_text);
+
+// ---- memtrack dump ----
+
+struct Event {
+    size_t line = 0;  // 1-based line in the dump output (the artifact's order)
+    int pid = 0;
+    int tid = 0;
+    uint64_t timestamp = 0;
+    uint64_t addr = 0;
+    std::string type;
+    std::optional<uint64_t> old_addr;
+    std::optional<uint64_t> size;
+    std::optional<uint64_t> stack_hash;
+
+    std::string describe() const;  // one line, for failure messages
+};
+
+// Parses one line of `memtrack dump`, enforcing the keys each kind must and must not carry.
+// Throws std::runtime_error saying what is wrong.
+Event parse_event(const std::string& line, size_t line_no);
+
+// Runs `memtrack dump artifact`; throws unless it exits 0 and every line parses.
+std::vector<Event> dump(const std::string& artifact);
+
+uint64_t monotonic_ns();
+
+}  // namespace memtrack::roottest

@@ -1,0 +1,126 @@
+// Processes and threads: fork_tree, threads, exit3 and killed (tests/progs/).
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "Events.hpp"
+#include "fixture_sizes.h"
+
+using namespace memtrack::roottest;
+
+TEST_CASE("process: a fork tree is tracked, each event carrying the pid that allocated") {
+    ROOT_SUITE_GUARD();
+    const unsigned n = 5;
+    TempDir dir;
+    Tracked t = track_and_dump(dir, {fixture("fork_tree"), std::to_string(n)});
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_common(t);
+
+    // size -> how many times its process allocates it
+    const std::map<uint64_t, unsigned> counts = {
+        {FX_FORK_PARENT, n}, {FX_FORK_CHILD0, n}, {FX_FORK_CHILD1, 2 * n}, {FX_FORK_CHILD2, 3 * n},
+        {FX_FORK_GRANDCHILD, 4 * n},
+    };
+    std::set<uint64_t> sizes;
+    std::map<uint64_t, std::string> expected;
+    std::map<uint64_t, size_t> expected_frees;
+    for (const auto& [size, k] : counts) {
+        sizes.insert(size);
+        expected[size] = "Malloc x" + std::to_string(k);
+        expected_frees[size] = k;
+    }
+    CHECK(show(tally_by_size(t.events, sizes)) == show(expected));
+
+    // Each size comes from exactly one process, and those are five different processes.
+    std::set<int> all_pids;
+    for (uint64_t size : sizes) {
+        auto evs = with_size(t.events, size);
+        auto pids = pids_of(evs);
+        CHECK_MESSAGE(pids.size() == 1, "size ", size, " from pids ", show(pids));
+        CHECK_MESSAGE(tids_of(evs) == pids, "size ", size, ": tids ", show(tids_of(evs)), " != pids ", show(pids));
+        all_pids.insert(pids.begin(), pids.end());
+    }
+    CHECK_MESSAGE(all_pids.size() == 5, "pids ", show(all_pids));
+    CHECK(pids_of(with_size(t.events, FX_FORK_PARENT)) == std::set<int>{t.result.root_pid});
+    for (uint64_t size : {FX_FORK_CHILD0, FX_FORK_CHILD1, FX_FORK_CHILD2, FX_FORK_GRANDCHILD})
+        CHECK_MESSAGE(pids_of(with_size(t.events, size)).count(t.result.root_pid) == 0, "size ", size);
+
+    // Frees are matched per process (a child's heap is a copy of its parent's).
+    Pairing p = pair_up(t.events, sizes);
+    CHECK_MESSAGE(p.problems.empty(), "allocation history problems:", p.problems_text());
+    CHECK_MESSAGE(p.live.empty(), "blocks never freed:", join(p.live));
+    CHECK(show(p.frees) == show(expected_frees));
+}
+
+TEST_CASE("process: threads carry their own tid and the process's pid") {
+    ROOT_SUITE_GUARD();
+    const unsigned n = 10;
+    TempDir dir;
+    Tracked t = track_and_dump(dir, {fixture("threads"), std::to_string(n)});
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_common(t);
+
+    const std::set<uint64_t> sizes = {FX_THREAD0, FX_THREAD1, FX_THREAD2, FX_THREAD3};
+    std::map<uint64_t, std::string> expected;
+    std::map<uint64_t, size_t> expected_frees;
+    for (uint64_t s : sizes) {
+        expected[s] = "Malloc x" + std::to_string(n);
+        expected_frees[s] = n;
+    }
+    CHECK(show(tally_by_size(t.events, sizes)) == show(expected));
+
+    std::set<int> all_tids;
+    for (uint64_t size : sizes) {
+        auto evs = with_size(t.events, size);
+        CHECK_MESSAGE(pids_of(evs) == std::set<int>{t.result.root_pid}, "size ", size, " pids ", show(pids_of(evs)));
+        auto tids = tids_of(evs);
+        CHECK_MESSAGE(tids.size() == 1, "size ", size, " tids ", show(tids));
+        all_tids.insert(tids.begin(), tids.end());
+    }
+    CHECK_MESSAGE(all_tids.size() == 4, "tids ", show(all_tids));
+    CHECK_MESSAGE(all_tids.count(t.result.root_pid) == 0, "a worker's tid is the main thread's: ", show(all_tids));
+
+    // Each thread frees its own blocks: the Free carries the same tid as the Malloc.
+    Pairing p = pair_up(t.events, sizes);
+    CHECK_MESSAGE(p.problems.empty(), "allocation history problems:", p.problems_text());
+    CHECK_MESSAGE(p.live.empty(), "blocks never freed:", join(p.live));
+    CHECK(show(p.frees) == show(expected_frees));
+    // The worker does nothing between its malloc and its free: in that thread, the event right
+    // after each Malloc is the Free of that block.
+    std::vector<std::string> wrong;
+    for (int tid : all_tids) {
+        auto evs = by_time(select(t.events, [tid](const Event& e) { return e.tid == tid; }));
+        for (size_t i = 0; i < evs.size(); i++) {
+            if (evs[i].type != "Malloc" || !sizes.count(*evs[i].size)) continue;
+            if (i + 1 >= evs.size() || evs[i + 1].type != "Free" || evs[i + 1].addr != evs[i].addr)
+                wrong.push_back(evs[i].describe() + " is followed by " +
+                                (i + 1 < evs.size() ? evs[i + 1].describe() : std::string("nothing")));
+        }
+    }
+    CHECK_MESSAGE(wrong.empty(), "Malloc not followed by its Free in the same thread:", join(wrong));
+}
+
+TEST_CASE("process: the command's exit status is memtrack's, and the artifact stays valid") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    Tracked t = track_and_dump(dir, {fixture("exit3")});
+    CHECK_MESSAGE(t.result.run.status == 3, "memtrack ", t.result.run.describe());
+    CHECK_FALSE(t.result.run.signaled);
+    check_common(t);
+    CHECK(tally(with_size(t.events, FX_EXIT3_SIZE)) == "Malloc x1");
+    CHECK(pids_of(with_size(t.events, FX_EXIT3_SIZE)) == std::set<int>{t.result.root_pid});
+}
+
+TEST_CASE("process: a command killed by SIGTERM makes memtrack exit 143") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    Tracked t = track_and_dump(dir, {fixture("killed")});
+    CHECK_MESSAGE(t.result.run.status != 87,
+                  "the fixture survived its own SIGTERM: memtrack started it with SIGTERM ignored or blocked");
+    CHECK_MESSAGE(t.result.run.status == 128 + 15, "memtrack ", t.result.run.describe());
+    CHECK_FALSE(t.result.run.signaled);  // memtrack itself exits; it is not killed
+    check_common(t);
+    CHECK(tally(with_size(t.events, FX_KILLED_SIZE)) == "Malloc x1");
+    CHECK(pids_of(with_size(t.events, FX_KILLED_SIZE)) == std::set<int>{t.result.root_pid});
+}
