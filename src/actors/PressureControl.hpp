@@ -33,9 +33,6 @@ public:
     // Resumes every process memtrack stopped, whatever the fill; done() on the caller's behalf.
     void resume_all(Done done);
     void stop();
-    // Resumes every stopped process now, from the calling thread: only once io_context has
-    // stopped running (the final pass at exit). Returns how many were resumed.
-    size_t resume_stopped_now() { return resume_stopped(); }
     // Entries left in pressure_stopped.
     size_t stopped_count() const;
 

@@ -10,6 +10,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "record.h"
+#include "nesting.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -50,21 +51,12 @@ struct {
 	__type(value, struct mt_stop);
 } pressure_stopped SEC(".maps");
 
-/*
- * Per-thread state. Nesting is decided by stack pointers, not depth counters: an inner call runs
- * on a deeper stack than the outer one, and a call whose return we never saw (an exception, a
- * longjmp) leaves an entry whose stack pointer is not above the next call's, so it is replaced
- * instead of silencing the thread forever.
- */
+/* Per-thread state: the nesting frames and the arguments saved between entry and return. */
 struct thread_state {
-	__u64 alloc_sp; /* entry SP of the outermost allocation call in flight; 0: none */
+	struct mt_frames frames;
 	__u64 arg0, arg1, arg2;
 	__u32 func;
 	__u32 pad;
-	__u64 delete_sp; /* an operator delete in flight: its own free() is not a second event */
-	__u64 delete_addr;
-	__u64 free_sp; /* the last recorded free: munmap inside it is allocator-internal */
-	__u64 free_addr;
 	__u64 sys_arg0, sys_arg1, sys_arg2; /* mapping syscall arguments, saved at entry */
 	__u64 sys_skip;                     /* 1: this syscall runs inside an allocator call */
 };
@@ -149,32 +141,6 @@ static __always_inline void emit(__u32 kind, __u64 addr, __u64 size, __u64 old_a
 	emit_record(kind, addr, size, old_addr, flags, true);
 }
 
-static __always_inline int on_free(struct thread_state *st, __u32 func, __u64 sp, __u64 addr)
-{
-	if (!addr)
-		return 0;
-	if (st->alloc_sp && sp < st->alloc_sp) { /* realloc(p, 0) and friends */
-		count(MT_COUNTER_NESTED);
-		return 0;
-	}
-	/* <=: operator delete tail-calls free() and its other variants on the same stack pointer. */
-	if (st->delete_sp && sp <= st->delete_sp && addr == st->delete_addr) {
-		if (func == MT_FUNC_FREE)
-			st->delete_sp = 0;
-		count(MT_COUNTER_NESTED);
-		return 0;
-	}
-	if (func == MT_FUNC_DELETE) {
-		st->delete_sp = sp;
-		st->delete_addr = addr;
-	}
-	st->free_sp = sp;
-	st->free_addr = addr;
-	if (recording)
-		emit(MT_KIND_FREE, addr, 0, 0, 0);
-	return 0;
-}
-
 SEC("uprobe")
 int alloc_entry(struct pt_regs *ctx)
 {
@@ -188,26 +154,28 @@ int alloc_entry(struct pt_regs *ctx)
 	/* The stack pointer at the call's entry, pointing at its return address. */
 	__u64 sp = PT_REGS_SP(ctx) + MT_COOKIE_PUSHED(cookie);
 
-	if (func == MT_FUNC_FREE || func == MT_FUNC_DELETE)
-		return on_free(st, func, sp, PT_REGS_PARM1(ctx));
-
-	if (st->alloc_sp) {
-		if (sp < st->alloc_sp) {
+	if (func == MT_FUNC_FREE || func == MT_FUNC_DELETE) {
+		__u64 addr = PT_REGS_PARM1(ctx);
+		if (mt_free_entry(&st->frames, func == MT_FUNC_DELETE, sp, addr)) {
+			if (recording)
+				emit(MT_KIND_FREE, addr, 0, 0, 0);
+		} else if (addr) {
 			count(MT_COUNTER_NESTED);
-			return 0;
 		}
-		/* Equal: a tail call (operator new[] -> new, reallocarray -> realloc) takes over. */
-		if (sp > st->alloc_sp)
-			count(MT_COUNTER_STALE_FRAME);
+		return 0;
 	}
-	st->alloc_sp = sp;
+
+	enum mt_entry e = mt_alloc_entry(&st->frames, sp);
+	if (e == MT_ENTRY_NESTED) {
+		count(MT_COUNTER_NESTED);
+		return 0;
+	}
+	if (e == MT_ENTRY_STALE)
+		count(MT_COUNTER_STALE_FRAME);
 	st->func = func;
 	st->arg0 = PT_REGS_PARM1(ctx);
 	st->arg1 = PT_REGS_PARM2(ctx);
 	st->arg2 = PT_REGS_PARM3(ctx);
-	/* A new allocation may return an address freed before: forget the old markers. */
-	st->delete_sp = 0;
-	st->free_sp = 0;
 	return 0;
 }
 
@@ -217,12 +185,8 @@ int alloc_return(struct pt_regs *ctx)
 	if (!current_tracked())
 		return 0;
 	struct thread_state *st = state(false);
-	if (!st || !st->alloc_sp)
+	if (!st || !mt_alloc_return(&st->frames, PT_REGS_SP(ctx)))
 		return 0;
-	/* After `ret` the stack pointer is 8 above the entry one; anything else is an inner call. */
-	if (PT_REGS_SP(ctx) != st->alloc_sp + 8)
-		return 0;
-	st->alloc_sp = 0;
 	if (!recording)
 		return 0;
 
@@ -274,15 +238,10 @@ int alloc_return(struct pt_regs *ctx)
 /* ---- mapping syscalls ---- */
 
 /* True when the syscall is issued from inside an allocator call of this thread. */
-static __always_inline bool inside_allocator(struct thread_state *st, __u64 range_start, __u64 range_len)
+static __always_inline bool inside_allocator(struct thread_state *st, __u64 start, __u64 len)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	__u64 sp = BPF_CORE_READ(regs, sp);
-	if (st->alloc_sp && sp < st->alloc_sp)
-		return true;
-	/* free() of a large chunk unmaps it; only ranges holding the freed pointer count. */
-	return st->free_sp && sp < st->free_sp && st->free_addr >= range_start &&
-	       st->free_addr < range_start + range_len;
+	return mt_syscall_internal(&st->frames, BPF_CORE_READ(regs, sp), start, len);
 }
 
 static __always_inline struct thread_state *syscall_state(void)
@@ -312,7 +271,7 @@ int sys_exit_mmap(struct trace_event_raw_sys_exit *ctx)
 	long ret = ctx->ret;
 	if (st->sys_skip || (ret < 0 && ret > -4096))
 		return 0;
-	st->free_sp = 0; /* a new mapping: an old free marker no longer says anything */
+	mt_mapping_created(&st->frames);
 	emit(MT_KIND_MMAP, (__u64)ret, st->sys_arg1, 0, 0);
 	return 0;
 }

@@ -29,6 +29,7 @@
 #include "format/ZstdFileWriter.hpp"
 #include "probes/BpfSession.hpp"
 #include "process/ChildLauncher.hpp"
+#include "process/StopGuard.hpp"
 #include "ring/RingView.hpp"
 
 namespace memtrack {
@@ -212,7 +213,7 @@ private:
     }
 
     void pressure_resume_remaining() {
-        pressure_.resume_stopped_now();
+        resume_every_stopped(bpf_.pressure_map_fd());
         stats_.set_stopped_at_exit(pressure_.stopped_count());
     }
 
@@ -269,6 +270,7 @@ int run_track(const TrackOptions& opt_in) {
 
     auto child = value_or_throw(HeldChild::spawn(argv));
     std::unique_ptr<BpfSession> bpf;
+    std::optional<StopGuard> guard;  // declared after bpf: destroyed first, after the final pass
     try {
         BpfConfig cfg;
         cfg.ring_bytes = opt.ring_size;
@@ -277,6 +279,7 @@ int run_track(const TrackOptions& opt_in) {
         cfg.libstdcxx_path = opt.libstdcxx_path;
         const uint64_t t0 = monotonic_ns();
         bpf = BpfSession::open_and_load(cfg);
+        guard.emplace(value_or_throw(StopGuard::start(bpf->pressure_map_fd())));
         bpf->attach_tracepoints();
         bpf->attach_allocator_probes();
         bpf->track(child.pid());

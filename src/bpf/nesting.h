@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The nesting rule: one logical allocation is one event, recorded as the outermost allocator
+ * call of its thread. Shared by the BPF programs and the unit tests (tests/unit/test_nesting.cpp).
+ *
+ * Nesting is decided by stack pointers, not depth counters. An inner call runs on a deeper
+ * stack than the outer one; a tail call (operator new[] -> new, reallocarray -> realloc,
+ * operator delete -> free) runs on the same one; and an outer call whose return was never seen
+ * (an exception, a longjmp) leaves a frame whose stack pointer is not above the next call's, so
+ * it is replaced instead of silencing the thread for ever.
+ */
+#ifndef MEMTRACK_NESTING_H
+#define MEMTRACK_NESTING_H
+
+#ifndef __bpf__
+#include <linux/types.h>
+#include <stdbool.h>
+#endif
+
+struct mt_frames {
+	__u64 alloc_sp;    /* entry SP of the outermost allocation call in flight; 0: none */
+	__u64 delete_sp;   /* an operator delete in flight: the free() it makes is the same event */
+	__u64 delete_addr;
+	__u64 free_sp;     /* the last recorded free: an munmap of its block inside it is internal */
+	__u64 free_addr;
+};
+
+enum mt_entry {
+	MT_ENTRY_NESTED = 0, /* inside another allocator call: not recorded */
+	MT_ENTRY_OUTER = 1,  /* the outermost call: its return is recorded */
+	MT_ENTRY_STALE = 2,  /* outermost; an older frame that never returned was replaced */
+};
+
+/* An allocation function is entered; sp is the stack pointer at its entry. */
+static inline enum mt_entry mt_alloc_entry(struct mt_frames *f, __u64 sp)
+{
+	enum mt_entry res = MT_ENTRY_OUTER;
+	if (f->alloc_sp) {
+		if (sp < f->alloc_sp)
+			return MT_ENTRY_NESTED;
+		if (sp > f->alloc_sp)
+			res = MT_ENTRY_STALE;
+		/* equal: a tail call takes over the frame (same caller, same return) */
+	}
+	f->alloc_sp = sp;
+	/* A new allocation may return an address freed before: the old markers say nothing now. */
+	f->delete_sp = 0;
+	f->free_sp = 0;
+	return res;
+}
+
+/* An allocation function returns; sp is the stack pointer after `ret`. True: record it. */
+static inline bool mt_alloc_return(struct mt_frames *f, __u64 sp)
+{
+	if (!f->alloc_sp || sp != f->alloc_sp + 8)
+		return false; /* an inner call returning */
+	f->alloc_sp = 0;
+	return true;
+}
+
+/* free() or operator delete is entered with addr. True: record one Free. */
+static inline bool mt_free_entry(struct mt_frames *f, bool is_delete, __u64 sp, __u64 addr)
+{
+	if (!addr)
+		return false;
+	if (f->alloc_sp && sp < f->alloc_sp)
+		return false; /* realloc(p, 0) and friends free inside */
+	if (f->delete_sp && sp <= f->delete_sp && addr == f->delete_addr) {
+		if (!is_delete)
+			f->delete_sp = 0; /* the delete's own free(): consumed */
+		return false;
+	}
+	if (is_delete) {
+		f->delete_sp = sp;
+		f->delete_addr = addr;
+	}
+	f->free_sp = sp;
+	f->free_addr = addr;
+	return true;
+}
+
+/*
+ * A mapping syscall (mmap, munmap, mremap, brk) runs with user stack pointer sp over
+ * [start, start + len). True: it is the allocator's own work, not an event.
+ */
+static inline bool mt_syscall_internal(const struct mt_frames *f, __u64 sp, __u64 start, __u64 len)
+{
+	if (f->alloc_sp && sp < f->alloc_sp)
+		return true;
+	/* free() of a large block unmaps it: only a range holding the freed pointer counts. */
+	return f->free_sp && sp < f->free_sp && f->free_addr >= start && f->free_addr < start + len;
+}
+
+/* A new mapping appeared outside any allocator call: an old free marker says nothing now. */
+static inline void mt_mapping_created(struct mt_frames *f)
+{
+	f->free_sp = 0;
+}
+
+#endif

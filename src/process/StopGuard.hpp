@@ -1,0 +1,35 @@
+#pragma once
+// A tiny watchdog process that resumes every pressure-stopped process if memtrack dies
+// without doing so itself (SIGKILL, a crash): memtrack must never leave a process stopped.
+// It holds only the pressure_stopped map and a pipe; memtrack's exit, however it happens,
+// closes the pipe's other end and wakes it.
+#include <sys/types.h>
+
+#include <utility>
+
+#include "core/Fd.hpp"
+#include "core/Result.hpp"
+
+namespace memtrack {
+
+class StopGuard {
+public:
+    // Fork it while memtrack is still single-threaded and before any probe is attached, so it
+    // holds no link that would keep probes alive.
+    static Result<StopGuard> start(int pressure_map_fd);
+    StopGuard(StopGuard&& o) noexcept : pid_(std::exchange(o.pid_, -1)), alive_(std::move(o.alive_)) {}
+    StopGuard& operator=(StopGuard&&) = delete;
+    // Normal exit: lets the guard do its (then empty) pass and reaps it.
+    ~StopGuard();
+
+private:
+    StopGuard() = default;
+    pid_t pid_ = -1;
+    Fd alive_;  // write end; never written, only closed
+};
+
+// The guard's pass (also the body of memtrack's own final pass): resume and forget every entry.
+// Returns how many processes were resumed.
+size_t resume_every_stopped(int pressure_map_fd);
+
+}  // namespace memtrack

@@ -1,0 +1,79 @@
+// The nesting rule (src/bpf/nesting.h) driven through the call sequences glibc and libstdc++
+// really make, with stack pointers as the probes see them.
+#include <doctest/doctest.h>
+
+extern "C" {
+#include "bpf/nesting.h"
+}
+
+namespace {
+constexpr __u64 kTop = 0x7ffe0000;  // entry SP of a call made from main
+}
+
+TEST_CASE("a plain malloc is recorded once, at its return") {
+    mt_frames f{};
+    CHECK(mt_alloc_entry(&f, kTop) == MT_ENTRY_OUTER);
+    CHECK(mt_alloc_return(&f, kTop + 8));
+    CHECK(f.alloc_sp == 0);
+}
+
+TEST_CASE("operator new calling malloc records only new") {
+    mt_frames f{};
+    CHECK(mt_alloc_entry(&f, kTop) == MT_ENTRY_OUTER);        // operator new
+    CHECK(mt_alloc_entry(&f, kTop - 24) == MT_ENTRY_NESTED);  // malloc, deeper
+    CHECK_FALSE(mt_alloc_return(&f, kTop - 16));              // malloc returns
+    CHECK(mt_alloc_return(&f, kTop + 8));                     // new returns: the event
+}
+
+TEST_CASE("a tail call takes over the frame and is recorded once") {
+    mt_frames f{};
+    CHECK(mt_alloc_entry(&f, kTop) == MT_ENTRY_OUTER);  // reallocarray
+    CHECK(mt_alloc_entry(&f, kTop) == MT_ENTRY_OUTER);  // jmp realloc: same SP
+    CHECK(mt_alloc_return(&f, kTop + 8));
+    CHECK_FALSE(mt_alloc_return(&f, kTop + 8));  // only one return happens, and only one counts
+}
+
+TEST_CASE("a frame whose return never came is replaced, not kept for ever") {
+    mt_frames f{};
+    CHECK(mt_alloc_entry(&f, kTop - 64) == MT_ENTRY_OUTER);  // new throws: no return seen
+    CHECK(mt_alloc_entry(&f, kTop) == MT_ENTRY_STALE);       // next call from a shallower frame
+    CHECK(mt_alloc_return(&f, kTop + 8));
+}
+
+TEST_CASE("free inside realloc(p, 0) is not a second event") {
+    mt_frames f{};
+    CHECK(mt_alloc_entry(&f, kTop) == MT_ENTRY_OUTER);
+    CHECK_FALSE(mt_free_entry(&f, false, kTop - 40, 0x1000));
+    CHECK(mt_alloc_return(&f, kTop + 8));
+}
+
+TEST_CASE("operator delete tail-calling free records one Free") {
+    mt_frames f{};
+    CHECK(mt_free_entry(&f, true, kTop, 0x1000));         // sized delete
+    CHECK_FALSE(mt_free_entry(&f, true, kTop, 0x1000));   // jmp plain delete
+    CHECK_FALSE(mt_free_entry(&f, false, kTop, 0x1000));  // jmp free
+    CHECK(f.delete_sp == 0);                               // consumed
+    // The same address freed again later (after being handed out again) is a new event.
+    CHECK(mt_alloc_entry(&f, kTop) == MT_ENTRY_OUTER);
+    CHECK(mt_alloc_return(&f, kTop + 8));
+    CHECK(mt_free_entry(&f, false, kTop - 200, 0x1000));
+}
+
+TEST_CASE("free(NULL) is nothing") {
+    mt_frames f{};
+    CHECK_FALSE(mt_free_entry(&f, false, kTop, 0));
+    CHECK(f.free_sp == 0);
+}
+
+TEST_CASE("syscalls inside allocator calls are internal, others are events") {
+    mt_frames f{};
+    CHECK_FALSE(mt_syscall_internal(&f, kTop - 100, 0, 0));  // user mmap
+    mt_alloc_entry(&f, kTop);
+    CHECK(mt_syscall_internal(&f, kTop - 100, 0, 0));  // malloc's own mmap or brk
+    mt_alloc_return(&f, kTop + 8);
+    CHECK(mt_free_entry(&f, false, kTop, 0x7f0000010010));
+    CHECK(mt_syscall_internal(&f, kTop - 64, 0x7f0000010000, 0x21000));   // free unmapping the block
+    CHECK_FALSE(mt_syscall_internal(&f, kTop - 64, 0x7f0000100000, 0x1000));  // another range
+    mt_mapping_created(&f);
+    CHECK_FALSE(mt_syscall_internal(&f, kTop - 64, 0x7f0000010000, 0x21000));
+}
