@@ -279,8 +279,10 @@ int run_track(const TrackOptions& opt_in) {
         cfg.libstdcxx_path = opt.libstdcxx_path;
         const uint64_t t0 = monotonic_ns();
         bpf = BpfSession::open_and_load(cfg);
+        log::info("loaded at {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
         guard.emplace(value_or_throw(StopGuard::start(bpf->pressure_map_fd())));
         bpf->attach_tracepoints();
+        log::info("tracepoints at {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
         bpf->attach_allocator_probes();
         bpf->track(child.pid());
         bpf->set_recording(!opt.start_disabled);

@@ -55,7 +55,9 @@ const std::vector<AllocatorFunction>& libstdcxx_functions() {
 
 Result<LibraryProbes> resolve_library_probes(const std::string& path,
                                              const std::vector<AllocatorFunction>& functions) {
-    auto elf = ElfSymbols::load(path);
+    std::vector<std::string> names;
+    for (const auto& fn : functions) names.emplace_back(fn.symbol);
+    auto elf = ElfSymbols::load(path, names);
     if (!elf) return elf.error();
     LibraryProbes out;
     out.path = path;

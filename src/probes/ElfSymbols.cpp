@@ -23,7 +23,7 @@ struct LoadSegment {
 
 }  // namespace
 
-Result<ElfSymbols> ElfSymbols::load(const std::string& path) {
+Result<ElfSymbols> ElfSymbols::load(const std::string& path, const std::vector<std::string>& wanted) {
     if (elf_version(EV_CURRENT) == EV_NONE) return Error{"elf_version", path, 0, elf_errmsg(-1)};
     Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd.valid()) return errno_error("open", path);
@@ -41,6 +41,7 @@ Result<ElfSymbols> ElfSymbols::load(const std::string& path) {
 
     ElfSymbols out;
     out.path_ = path;
+    const std::unordered_set<std::string_view> want(wanted.begin(), wanted.end());
     Elf_Scn* scn = nullptr;
     while ((scn = elf_nextscn(elf.get(), scn)) != nullptr) {
         GElf_Shdr sh;
@@ -55,7 +56,7 @@ Result<ElfSymbols> ElfSymbols::load(const std::string& path) {
             if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF || sym.st_value == 0)
                 continue;
             const char* name = elf_strptr(elf.get(), sh.sh_link, sym.st_name);
-            if (!name || !*name) continue;
+            if (!name || !*name || (!want.empty() && !want.count(name))) continue;
             for (const auto& seg : segments) {
                 if (sym.st_value >= seg.vaddr && sym.st_value < seg.vaddr + seg.filesz) {
                     // .dynsym comes first and wins: it is what the dynamic linker binds.

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/Result.hpp"
@@ -19,7 +20,9 @@ struct FunctionSymbol {
 
 class ElfSymbols {
 public:
-    static Result<ElfSymbols> load(const std::string& path);
+    // Keeps only the functions named in `wanted` (all of them when empty): memtrack's own
+    // allocations trap on probes attached before, so start-up does as few as it can.
+    static Result<ElfSymbols> load(const std::string& path, const std::vector<std::string>& wanted = {});
 
     std::optional<FunctionSymbol> find(std::string_view name) const;
     const std::string& path() const { return path_; }
