@@ -54,12 +54,23 @@ int main(int argc, char** argv) {
     t->add_option("--libc", track.libc_path, "C library to probe (default: the one memtrack uses)");
     t->add_option("--libstdcxx", track.libstdcxx_path, "C++ runtime to probe (default: the one memtrack uses)");
     t->add_option("--threads", track.threads, "io threads (default 2)");
+    t->add_flag("--no-stacks", track.no_stacks, "do not capture call stacks");
+    t->add_option("--max-frames", track.max_frames, "frames per captured stack, 1..127 (default 64)");
+    std::string stack_ring_size;
+    t->add_option("--stack-ring-size", stack_ring_size, "stack ring bytes, a power of two (default 16M)");
     t->add_option("command", track.command, "CMD [ARGS...] after --, or one string run with bash -c")->required();
 
     memtrack::DumpOptions dump;
     auto* d = app.add_subcommand("dump", "print an artifact as JSON lines, or a summary");
     d->add_flag("--summary", dump.summary, "counts and bytes per type, peak live bytes");
-    d->add_option("file", dump.file, "a .MemtrackArtifact.msgpack file")->required();
+    d->add_option("--stacks", dump.stacks_file, "print a .MemtrackStacks.msgpack file, one JSON object per stack");
+    d->add_flag("--resolve", dump.resolve, "add each event's symbolized frames (from the stacks file beside it)");
+    auto* dump_file = d->add_option("file", dump.file, "a .MemtrackArtifact.msgpack file");
+    // FILE is needed unless --stacks alone names what to print.
+    d->callback([&] {
+        if (dump.file.empty() && (dump.stacks_file.empty() || dump.resolve || dump.summary))
+            throw CLI::RequiredError(dump_file->get_name());
+    });
 
     memtrack::CtlOptions ctl;
     int64_t pid = 0;
@@ -86,6 +97,7 @@ int main(int argc, char** argv) {
     try {
         if (*t) {
             if (!ring_size.empty()) track.ring_size = parse_size(ring_size);
+            if (!stack_ring_size.empty()) track.stack_ring_size = parse_size(stack_ring_size);
             return memtrack::run_track(track);
         }
         if (*d) return memtrack::run_dump(dump);

@@ -305,9 +305,10 @@ private:
     // Move the replies at the head that are complete to the output queue, in request order.
     void pump() {
         while (!closed_ && !slots_.empty() && slots_.front().line) {
-            enqueue(std::move(*slots_.front().line));
+            std::string line = std::move(*slots_.front().line);
             slots_.pop_front();
             ++head_seq_;
+            enqueue(std::move(line));  // may close(), which empties slots_
         }
         if (closed_) return;
         write_next();

@@ -1,36 +1,44 @@
 #pragma once
 // Owns: the outstanding drain barriers (one per request) and their timing.
-// Accepts: request(done): done(records written) once every record produced before the request
-// is consumed, written and flushed.
+// Accepts: request(done): done(records written) once every record produced before the request,
+// on every ring, is consumed, written and flushed.
 #include <cstdint>
 #include <unordered_map>
+#include <vector>
 
 #include "actors/Messages.hpp"
 
 namespace memtrack {
 
+class BatchSink;
 class RingConsumer;
 class RingView;
 class Stats;
-class Writer;
 
 class DrainBarrier {
 public:
-    DrainBarrier(boost::asio::io_context& io, RingView& ring, RingConsumer& consumer, Writer& writer, Stats& stats);
+    // One ring, the consumer that reads it, and the sink that writes what it reads.
+    struct Lane {
+        RingView* ring;
+        RingConsumer* consumer;
+        BatchSink* sink;
+    };
+    // lanes[0] is the event ring: its record count is the reply's.
+    DrainBarrier(boost::asio::io_context& io, std::vector<Lane> lanes, Stats& stats);
     void request(DrainDone done);
 
 private:
     // Touched only on strand_.
     struct Pending {
         uint64_t start_ns;
+        size_t lanes_left;
+        Result<uint64_t> records;
         DrainDone done;
     };
-    void complete(uint64_t id, Result<uint64_t> records);
+    void lane_done(uint64_t id, size_t lane, Result<uint64_t> records);
 
     Strand strand_;
-    RingView& ring_;
-    RingConsumer& consumer_;
-    Writer& writer_;
+    std::vector<Lane> lanes_;
     Stats& stats_;
     uint64_t next_id_ = 0;
     std::unordered_map<uint64_t, Pending> pending_;

@@ -17,9 +17,18 @@ namespace memtrack {
 
 using Strand = boost::asio::strand<boost::asio::io_context::executor_type>;
 
-// One chunk of ring records, in ring order.
+// A distinct call stack as the stacks ring delivers it (src/bpf/record.h, mt_stack_record).
+struct StackSample {
+    uint64_t hash = 0;
+    int32_t pid = 0;
+    uint16_t flags = 0;  // MT_STACK_NEW_MAPS
+    std::vector<uint64_t> ips;
+};
+
+// One chunk of ring records, in ring order: events from the event ring, stacks from the stacks ring.
 struct RecordBatch {
     std::vector<mt_record> records;
+    std::vector<StackSample> stacks;
     uint64_t end_pos = 0;  // the ring's consumer position right after this batch
 };
 

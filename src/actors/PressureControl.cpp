@@ -64,8 +64,8 @@ void PressureControl::start() {
     asio::post(strand_, [this] { arm_backstop(); });
 }
 
-void PressureControl::on_chunk(double fill) {
-    last_fill_.store(fill, std::memory_order_relaxed);
+void PressureControl::on_chunk(size_t ring, double fill) {
+    last_fill_[ring < kRings ? ring : kRings - 1].store(fill, std::memory_order_relaxed);
     if (bpf_.stops_outstanding().load(std::memory_order_acquire) == 0) return;
     if (evaluate_pending_.exchange(true)) return;
     asio::post(strand_, [this] {
@@ -76,7 +76,8 @@ void PressureControl::on_chunk(double fill) {
 
 void PressureControl::evaluate() {
     if (stopped_ || bpf_.stops_outstanding().load() == 0) return;
-    if (!policy_.should_resume(last_fill_.load(std::memory_order_relaxed))) return;
+    for (const auto& fill : last_fill_)
+        if (!policy_.should_resume(fill.load(std::memory_order_relaxed))) return;
     resume_stopped();
 }
 

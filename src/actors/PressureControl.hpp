@@ -28,8 +28,9 @@ public:
     PressureControl(boost::asio::io_context& io, BpfSession& bpf, Stats& stats, WatermarkPolicy policy);
 
     void start();
-    // From the consumer's strand after every chunk: cheap when nothing is stopped.
-    void on_chunk(double fill);
+    // From a consumer's strand after every chunk (ring 0: events, 1: stacks): cheap when nothing
+    // is stopped. Producers resume once every ring is below the resume watermark.
+    void on_chunk(size_t ring, double fill);
     // Resumes every process memtrack stopped, whatever the fill; done() on the caller's behalf.
     void resume_all(Done done);
     void stop();
@@ -47,7 +48,8 @@ private:
     Stats& stats_;
     WatermarkPolicy policy_;
     boost::asio::steady_timer backstop_;
-    std::atomic<double> last_fill_{0.0};
+    static constexpr size_t kRings = 2;
+    std::atomic<double> last_fill_[kRings] = {0.0, 0.0};
     std::atomic<bool> evaluate_pending_{false};
     bool stopped_ = false;
 };

@@ -80,21 +80,32 @@ void RingConsumer::read_chunk() {
     const uint64_t t0 = monotonic_ns();
     const uint64_t before = ring_.consumer_pos();
     auto batch = std::make_unique<RecordBatch>();
-    batch->records.reserve(opt_.chunk_records);
+    if (opt_.records == Records::Events) batch->records.reserve(opt_.chunk_records);
     uint64_t bad_len = 0;
-    ring_.consume(opt_.chunk_records, [&](const void* data, uint32_t len) {
-        if (len != sizeof(mt_record)) {
-            ++bad_len;  // not ours: counted, never silently lost
-            return;
-        }
-        batch->records.push_back(*static_cast<const mt_record*>(data));
-    });
+    if (opt_.records == Records::Events) {
+        ring_.consume(opt_.chunk_records, [&](const void* data, uint32_t len) {
+            if (len != sizeof(mt_record)) {
+                ++bad_len;  // not ours: counted, never silently lost
+                return;
+            }
+            batch->records.push_back(*static_cast<const mt_record*>(data));
+        });
+    } else {
+        ring_.consume(opt_.chunk_records, [&](const void* data, uint32_t len) {
+            const auto* r = static_cast<const mt_stack_record*>(data);
+            if (len < MT_STACK_HEADER_BYTES || len != MT_STACK_HEADER_BYTES + 8u * r->nr) {
+                ++bad_len;
+                return;
+            }
+            batch->stacks.push_back(StackSample{r->hash, int32_t(r->pid), r->flags, {r->ips, r->ips + r->nr}});
+        });
+    }
     const uint64_t after = ring_.consumer_pos();
     if (bad_len) log::error("{} ring records had an unexpected size", bad_len);
     const double fill = double(ring_.fill_bytes()) / double(ring_.capacity());
     if (after != before) {
         batch->end_pos = after;
-        const uint64_t n = batch->records.size();
+        const uint64_t n = batch->records.size() + batch->stacks.size();
         out_.push(batch.release());
         if (batch_ready_) batch_ready_();
         stats_.on_chunk(n, after - before, monotonic_ns() - t0, fill);

@@ -18,7 +18,9 @@ class Stats;
 
 class RingConsumer {
 public:
+    enum class Records { Events, Stacks };
     struct Options {
+        Records records = Records::Events;
         size_t chunk_records = 1024;
         std::chrono::microseconds delay{0};             // testing knob: wait this long per chunk
         std::chrono::milliseconds backstop{10};         // reads even when no wake-up came

@@ -13,6 +13,10 @@ boost::json::object ms_summary(const Histogram& h) {
 }
 }  // namespace
 
+namespace {
+constexpr uint64_t kEventRingBytes = 56;  // a 48-byte record plus the ring's 8-byte header
+}
+
 Stats::Stats() : start_ns_(monotonic_ns()) {}
 
 void Stats::on_chunk(uint64_t records, uint64_t bytes, uint64_t duration_ns, double fill) {
@@ -25,10 +29,35 @@ void Stats::on_chunk(uint64_t records, uint64_t bytes, uint64_t duration_ns, dou
     chunk_ns_.add(duration_ns);
 }
 
-void Stats::on_written(uint64_t records, uint64_t artifact_events) {
+void Stats::on_written(uint64_t records, uint64_t artifact_events, uint64_t allocations) {
     std::lock_guard lock(mu_);
     written_ += records;
     artifact_events_ += artifact_events;
+    allocations_ += allocations;
+}
+
+void Stats::on_stack(uint64_t ring_bytes, uint64_t symbolize_ns) {
+    std::lock_guard lock(mu_);
+    ++stacks_unique_;
+    stack_ring_bytes_ += ring_bytes;
+    symbolize_ns_.add(symbolize_ns);
+}
+
+void Stats::set_symbolizer_cache(uint64_t hits, uint64_t misses, uint64_t modules) {
+    std::lock_guard lock(mu_);
+    cache_hits_ = hits;
+    cache_misses_ = misses;
+    modules_ = modules;
+}
+
+void Stats::set_stack_counters(uint64_t captured, uint64_t sent, uint64_t errors, uint64_t dropped,
+                               uint64_t snapshot_stops) {
+    std::lock_guard lock(mu_);
+    stacks_captured_ = captured;
+    stacks_sent_ = sent;
+    stack_errors_ = errors;
+    stacks_dropped_ = dropped;
+    snapshot_stops_ = snapshot_stops;
 }
 
 void Stats::on_resume(uint64_t stop_to_resume_ns) {
@@ -87,6 +116,21 @@ boost::json::object Stats::to_json() const {
         {"paused_s", paused_s},
         {"paused_fraction", lifetime_ns_ ? paused_s / (double(lifetime_ns_) / 1e9) : 0.0},
         {"drain_ms", ms_summary(drain_ns_)},
+        {"allocation_events", allocations_},
+        {"stacks_captured", stacks_captured_},
+        {"stacks_sent", stacks_sent_},
+        {"stacks_unique", stacks_unique_},
+        {"stack_errors", stack_errors_},
+        {"stacks_dropped", stacks_dropped_},
+        {"snapshot_stops", snapshot_stops_},
+        {"stack_ring_bytes", stack_ring_bytes_},
+        // Both rings' bytes per allocation event: 56 per event record plus the stacks, amortised.
+        {"ring_bytes_per_event",
+         allocations_ ? double(allocations_ * kEventRingBytes + stack_ring_bytes_) / double(allocations_) : 0.0},
+        {"symbolize_ms", ms_summary(symbolize_ns_)},
+        {"symbolizer_cache_hit_rate",
+         cache_hits_ + cache_misses_ ? double(cache_hits_) / double(cache_hits_ + cache_misses_) : 0.0},
+        {"symbolizer_modules", modules_},
     };
 }
 

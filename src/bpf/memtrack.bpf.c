@@ -15,10 +15,14 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define SIGSTOP 19
+#define PROT_EXEC 0x4
 
 /* Set before load (rodata). */
 const volatile __u64 stop_bytes = ~0ULL; /* ring data at or above this: SIGSTOP the producer */
 const volatile __u64 wakeup_bytes = 0;   /* below this fill, do not wake the consumer */
+const volatile bool capture_stacks = true;
+const volatile __u32 max_frames = 64;            /* <= MT_MAX_FRAMES */
+const volatile __u64 stack_stop_bytes = ~0ULL;   /* the stacks ring's stop watermark */
 
 /* Shared with user space through the skeleton's mmapped .bss. */
 __u32 recording;          /* the recording flag: 0 off, 1 on */
@@ -28,6 +32,47 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 24); /* resized before load */
 } events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22); /* resized before load */
+} stacks SEC(".maps");
+
+/* Hashes of stacks already sent: each distinct stack crosses the ring once (again after eviction). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, __u8);
+} seen_stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct mt_stack_record);
+} stack_scratch SEC(".maps");
+
+/*
+ * Processes whose mappings user space has read since they started, exec'd or mapped new code.
+ * The first stack of a process missing here pauses it (snapshot_stopped) until the Symbolizer
+ * has read /proc/PID/maps, so a process that allocates and exits at once is still symbolized.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u8);
+} maps_known SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct mt_stop);
+} snapshot_stopped SEC(".maps");
 
 /* Thread group ids of the command and its descendants. */
 /* Not preallocated: a preallocated 64 Ki-entry hash costs ~40 ms at start-up. */
@@ -90,33 +135,39 @@ static __always_inline struct thread_state *state(bool create)
 	return bpf_task_storage_get(&threads, task, 0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }
 
-/* Pause the producer when the ring is nearly full; PressureControl resumes it. */
-static __always_inline void apply_pressure(void)
+/*
+ * Pause the current process and publish it in `stopped_map`, whose owner resumes it. Signal
+ * first, then publish: a SIGCONT sent by user space for a published entry always comes after
+ * this SIGSTOP, so the process can never stay stopped behind our back.
+ */
+static __always_inline bool stop_current(void *stopped_map)
 {
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) < stop_bytes)
-		return;
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	if (bpf_map_lookup_elem(&pressure_stopped, &tgid))
-		return;
-	/*
-	 * Signal first, then publish: a SIGCONT sent by user space for a published entry always
-	 * comes after this SIGSTOP, so the process can never stay stopped behind our back.
-	 */
+	if (bpf_map_lookup_elem(stopped_map, &tgid))
+		return false;
 	if (bpf_send_signal(SIGSTOP) != 0)
-		return;
+		return false;
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct mt_stop stop = {
 		.stop_ns = bpf_ktime_get_ns(),
 		.start_boottime = BPF_CORE_READ(task, group_leader, start_boottime),
 	};
-	if (bpf_map_update_elem(&pressure_stopped, &tgid, &stop, BPF_NOEXIST) == 0) {
+	return bpf_map_update_elem(stopped_map, &tgid, &stop, BPF_NOEXIST) == 0;
+}
+
+/* Pause the producer when a ring is nearly full; PressureControl resumes it. */
+static __always_inline void apply_pressure(void *ring, __u64 stop_at)
+{
+	if (bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) < stop_at)
+		return;
+	if (stop_current(&pressure_stopped)) {
 		__sync_fetch_and_add(&stops_outstanding, 1);
 		count(MT_COUNTER_STOPS);
 	}
 }
 
 static __always_inline void emit_record(__u32 kind, __u64 addr, __u64 size, __u64 old_addr, __u32 flags,
-					bool pressure)
+					bool pressure, __u64 stack_hash)
 {
 	struct mt_record *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
@@ -128,7 +179,7 @@ static __always_inline void emit_record(__u32 kind, __u64 addr, __u64 size, __u6
 	r->addr = addr;
 	r->size_kind = mt_pack_size_kind(size, kind, flags);
 	r->old_addr = old_addr;
-	r->stack_hash = 0;
+	r->stack_hash = stack_hash;
 	r->pid = id >> 32;
 	r->tid = (__u32)id;
 	__u64 wake = 0;
@@ -136,12 +187,75 @@ static __always_inline void emit_record(__u32 kind, __u64 addr, __u64 size, __u6
 		wake = BPF_RB_NO_WAKEUP;
 	bpf_ringbuf_submit(r, wake);
 	if (pressure)
-		apply_pressure();
+		apply_pressure(&events, stop_bytes);
 }
 
 static __always_inline void emit(__u32 kind, __u64 addr, __u64 size, __u64 old_addr, __u32 flags)
 {
-	emit_record(kind, addr, size, old_addr, flags, true);
+	emit_record(kind, addr, size, old_addr, flags, true, 0);
+}
+
+/*
+ * The user stack at an allocator's return (frame 0 is the return address into its caller),
+ * hashed; the full stack goes to the stacks ring only the first time its hash is seen.
+ * Returns the hash, 0 when no stack could be captured.
+ */
+static __always_inline __u64 capture_stack(struct pt_regs *ctx)
+{
+	if (!capture_stacks)
+		return 0;
+	__u32 zero = 0;
+	struct mt_stack_record *s = bpf_map_lookup_elem(&stack_scratch, &zero);
+	if (!s)
+		return 0;
+	long bytes = bpf_get_stack(ctx, s->ips, sizeof(s->ips), BPF_F_USER_STACK);
+	if (bytes <= 0) {
+		count(MT_COUNTER_STACK_ERRORS);
+		return 0;
+	}
+	__u32 nr = bytes / 8;
+	if (nr > max_frames)
+		nr = max_frames;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	/* FNV-1a over the frames, seeded with the process: addresses mean something per process. */
+	__u64 h = 0xcbf29ce484222325ULL ^ tgid;
+	for (__u32 i = 0; i < MT_MAX_FRAMES; i++) {
+		if (i >= nr)
+			break;
+		h = (h ^ s->ips[i]) * 0x100000001b3ULL;
+	}
+	h ^= h >> 31;
+	if (!h)
+		h = 1;
+	count(MT_COUNTER_STACKS_CAPTURED);
+	if (bpf_map_lookup_elem(&seen_stacks, &h))
+		return h;
+
+	bool new_maps = bpf_map_lookup_elem(&maps_known, &tgid) == NULL;
+	s->hash = h;
+	s->pid = tgid;
+	s->nr = nr;
+	s->flags = new_maps ? MT_STACK_NEW_MAPS : 0;
+	if (bpf_ringbuf_output(&stacks, s, MT_STACK_HEADER_BYTES + (nr & MT_MAX_FRAMES) * 8, 0) != 0) {
+		count(MT_COUNTER_STACKS_DROPPED); /* not marked seen: the next occurrence retries */
+		return h;
+	}
+	count(MT_COUNTER_STACKS_SENT);
+	__u8 one = 1;
+	bpf_map_update_elem(&seen_stacks, &h, &one, BPF_ANY);
+	if (new_maps) {
+		bpf_map_update_elem(&maps_known, &tgid, &one, BPF_ANY);
+		if (stop_current(&snapshot_stopped))
+			count(MT_COUNTER_SNAPSHOT_STOPS);
+	}
+	apply_pressure(&stacks, stack_stop_bytes);
+	return h;
+}
+
+static __always_inline void emit_allocation(struct pt_regs *ctx, __u32 kind, __u64 addr, __u64 size,
+					    __u64 old_addr, __u32 flags)
+{
+	emit_record(kind, addr, size, old_addr, flags, true, capture_stack(ctx));
 }
 
 SEC("uprobe")
@@ -200,26 +314,26 @@ int alloc_return(struct pt_regs *ctx)
 	case MT_FUNC_NEW:
 	case MT_FUNC_VALLOC:
 		if (ret)
-			emit(MT_KIND_MALLOC, ret, st->arg0, 0, 0);
+			emit_allocation(ctx, MT_KIND_MALLOC, ret, st->arg0, 0, 0);
 		break;
 	case MT_FUNC_NEW_ALIGNED:
 		if (ret)
-			emit(MT_KIND_ALIGNED_ALLOC, ret, st->arg0, 0, 0);
+			emit_allocation(ctx, MT_KIND_ALIGNED_ALLOC, ret, st->arg0, 0, 0);
 		break;
 	case MT_FUNC_CALLOC:
 		if (ret)
-			emit(MT_KIND_CALLOC, ret, st->arg0 * st->arg1, 0, 0);
+			emit_allocation(ctx, MT_KIND_CALLOC, ret, st->arg0 * st->arg1, 0, 0);
 		break;
 	case MT_FUNC_ALIGNED_ALLOC:
 		if (ret)
-			emit(MT_KIND_ALIGNED_ALLOC, ret, st->arg1, 0, 0);
+			emit_allocation(ctx, MT_KIND_ALIGNED_ALLOC, ret, st->arg1, 0, 0);
 		break;
 	case MT_FUNC_POSIX_MEMALIGN: {
 		__u64 ptr = 0;
 		/* The pointer comes back through the out-parameter; the return value is an errno. */
 		if ((int)ret != 0 || bpf_probe_read_user(&ptr, sizeof(ptr), (void *)st->arg0) != 0 || !ptr)
 			break;
-		emit(MT_KIND_ALIGNED_ALLOC, ptr, st->arg2, 0, 0);
+		emit_allocation(ctx, MT_KIND_ALIGNED_ALLOC, ptr, st->arg2, 0, 0);
 		break;
 	}
 	case MT_FUNC_REALLOC:
@@ -227,9 +341,9 @@ int alloc_return(struct pt_regs *ctx)
 		size = st->func == MT_FUNC_REALLOC ? st->arg1 : st->arg1 * st->arg2;
 		if (ret) {
 			if (st->arg0)
-				emit(MT_KIND_REALLOC, ret, size, st->arg0, MT_FLAG_OLD_ADDR);
+				emit_allocation(ctx, MT_KIND_REALLOC, ret, size, st->arg0, MT_FLAG_OLD_ADDR);
 			else
-				emit(MT_KIND_MALLOC, ret, size, 0, 0);
+				emit_allocation(ctx, MT_KIND_MALLOC, ret, size, 0, 0);
 		} else if (size == 0 && st->arg0) {
 			emit(MT_KIND_FREE, st->arg0, 0, 0, 0); /* realloc(p, 0) frees p */
 		}
@@ -293,6 +407,11 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		if (failed)
 			break;
 		mt_mapping_created(&st->frames);
+		if (st->sys_arg2 & PROT_EXEC) {
+			/* New code (dlopen): stacks from now on need the mappings read again. */
+			__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+			bpf_map_delete_elem(&maps_known, &tgid);
+		}
 		emit(MT_KIND_MMAP, (__u64)ret, st->sys_arg1, 0, 0);
 		break;
 	case NR_MUNMAP:
@@ -335,6 +454,8 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 {
 	if (!current_tracked())
 		return 0;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	bpf_map_delete_elem(&maps_known, &tgid); /* a new image: its mappings must be read again */
 	emit(MT_KIND_EXEC, 0, 0, 0, 0);
 	return 0;
 }
@@ -348,7 +469,9 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	/* A process that dies while pressure-stopped must not be signalled later. */
 	if (bpf_map_delete_elem(&pressure_stopped, &tgid) == 0)
 		__sync_fetch_and_sub(&stops_outstanding, 1);
+	bpf_map_delete_elem(&snapshot_stopped, &tgid);
+	bpf_map_delete_elem(&maps_known, &tgid);
 	bpf_map_delete_elem(&tracked, &tgid);
-	emit_record(MT_KIND_EXIT, 0, BPF_CORE_READ(task, exit_code), 0, 0, false); /* no SIGSTOP to a dying process */
+	emit_record(MT_KIND_EXIT, 0, BPF_CORE_READ(task, exit_code), 0, 0, false, 0); /* no SIGSTOP to a dying process */
 	return 0;
 }

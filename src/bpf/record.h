@@ -81,12 +81,34 @@ enum mt_func {
 #define MT_COOKIE_FUNC(c) ((__u32)((c)&0xff))
 #define MT_COOKIE_PUSHED(c) ((__u32)(((c) >> 8) & 0xff))
 
+/*
+ * A distinct call stack, sent once on the stacks ring the first time its hash is seen; events
+ * carry only the hash. Variable length: `nr` return addresses follow, innermost first (frame 0
+ * is the return address into the allocator's caller).
+ */
+#define MT_MAX_FRAMES 127
+#define MT_STACK_NEW_MAPS 0x1u /* first stack since the process started, exec'd or mapped code */
+
+struct mt_stack_record {
+	__u64 hash;
+	__u32 pid;
+	__u16 nr;
+	__u16 flags;
+	__u64 ips[MT_MAX_FRAMES];
+};
+#define MT_STACK_HEADER_BYTES 16
+
 /* Index of the per-CPU counters the BPF side keeps (map `counters`). */
 enum mt_counter {
 	MT_COUNTER_DROPPED = 0,  /* failed ring reservations: must stay 0 */
 	MT_COUNTER_NESTED,       /* allocator calls made inside another one, not recorded */
 	MT_COUNTER_STOPS,        /* SIGSTOPs sent for ring pressure */
 	MT_COUNTER_STALE_FRAME,  /* outer call never returned (exception, longjmp): state reset */
+	MT_COUNTER_STACKS_CAPTURED, /* allocation events that carry a stack hash */
+	MT_COUNTER_STACKS_SENT,     /* stack records written to the stacks ring */
+	MT_COUNTER_STACK_ERRORS,    /* bpf_get_stack failed: the event has no stack */
+	MT_COUNTER_STACKS_DROPPED,  /* stack records the stacks ring had no room for: must stay 0 */
+	MT_COUNTER_SNAPSHOT_STOPS,  /* processes paused until their mappings were read */
 	MT_COUNTER_MAX,
 };
 

@@ -1,18 +1,144 @@
 #include "cli/DumpCommand.hpp"
 
+#include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
 
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
 #include <fmt/format.h>
 
 #include "format/ArtifactReader.hpp"
 #include "format/JsonLines.hpp"
+#include "format/StacksFile.hpp"
 #include "format/Summary.hpp"
 
 namespace memtrack {
+namespace {
+
+boost::json::string_view js(const std::string& s) { return boost::json::string_view(s.data(), s.size()); }
+
+void print_line(const boost::json::object& o, std::string& line) {
+    line = boost::json::serialize(o);
+    line += '\n';
+    std::fwrite(line.data(), 1, line.size(), stdout);
+}
+
+// A failure of one file, printed after stdout so it follows the output in a shared terminal.
+struct Failure {
+    std::string file;
+    std::string message;
+};
+
+int finish(const std::vector<Failure>& failures) {
+    std::fflush(stdout);
+    for (const Failure& f : failures) fmt::print(stderr, "memtrack: dump: {}: {}\n", f.file, f.message);
+    if (!failures.empty()) return 1;
+    if (std::ferror(stdout)) {
+        fmt::print(stderr, "memtrack: dump: writing to stdout failed\n");
+        return 1;
+    }
+    return 0;
+}
+
+// --stacks: every frame key, as the stacks file holds it.
+boost::json::object stack_to_json(uint64_t hash, int32_t pid, const std::vector<Frame>& frames) {
+    boost::json::array list;
+    list.reserve(frames.size());
+    for (const Frame& f : frames) {
+        boost::json::object o;
+        o["ip"] = f.ip;
+        o["module"] = js(f.module);
+        o["build_id"] = js(f.build_id);
+        o["function"] = js(f.function);
+        o["file"] = js(f.file);
+        o["line"] = f.line;
+        o["inlined"] = f.inlined;
+        list.push_back(std::move(o));
+    }
+    boost::json::object o;
+    o["hash"] = hash;
+    o["pid"] = pid;
+    o["frames"] = std::move(list);
+    return o;
+}
+
+// --resolve: what a reader of an event's stack wants, and no more.
+boost::json::array frames_to_json(const std::vector<Frame>& frames) {
+    boost::json::array list;
+    list.reserve(frames.size());
+    for (const Frame& f : frames) {
+        boost::json::object o;
+        o["function"] = js(f.function);
+        o["module"] = js(f.module);
+        o["file"] = js(f.file);
+        o["line"] = f.line;
+        list.push_back(std::move(o));
+    }
+    return list;
+}
+
+// <prefix>.MemtrackArtifact.msgpack -> <prefix>.MemtrackStacks.msgpack; empty if not so named.
+std::string stacks_path_for(const std::string& artifact) {
+    constexpr std::string_view kArtifact = ".MemtrackArtifact.msgpack";
+    if (!artifact.ends_with(kArtifact)) return {};
+    return artifact.substr(0, artifact.size() - kArtifact.size()) + ".MemtrackStacks.msgpack";
+}
+
+int dump_stacks(const std::string& path) {
+    std::string line;
+    auto result = read_stacks(path, [&](uint64_t hash, int32_t pid, std::vector<Frame>&& frames) {
+        print_line(stack_to_json(hash, pid, frames), line);
+    });
+    std::vector<Failure> failures;
+    if (!result) failures.push_back({path, result.error().message()});
+    return finish(failures);
+}
+
+int dump_resolved(const DumpOptions& opts) {
+    std::vector<Failure> failures;
+    // Stacks first: each appears once, and events refer to them by hash from anywhere in the file.
+    std::unordered_map<uint64_t, std::vector<Frame>> stacks;
+    const std::string stacks_path = opts.stacks_file.empty() ? stacks_path_for(opts.file) : opts.stacks_file;
+    if (stacks_path.empty()) {
+        failures.push_back({opts.file,
+                            "cannot name its stacks file: the artifact is not called "
+                            "<prefix>.MemtrackArtifact.msgpack (name the stacks file with --stacks)"});
+    } else {
+        auto read = read_stacks(stacks_path, [&](uint64_t hash, int32_t, std::vector<Frame>&& frames) {
+            stacks[hash] = std::move(frames);  // a hash written twice: the later one wins
+        });
+        if (!read) failures.push_back({stacks_path, read.error().message()});
+    }
+
+    const std::vector<Frame> none;
+    std::string line;
+    auto result = read_artifact(opts.file, [&](const Event& e) {
+        boost::json::object o = event_to_json_object(e);
+        const auto it = e.stack_hash != 0 ? stacks.find(e.stack_hash) : stacks.end();
+        o["frames"] = frames_to_json(it != stacks.end() ? it->second : none);
+        print_line(o, line);
+    });
+    if (!result) failures.push_back({opts.file, result.error().message()});
+    return finish(failures);
+}
+
+}  // namespace
 
 int run_dump(const DumpOptions& opts) {
+    if (opts.summary && (opts.resolve || !opts.stacks_file.empty())) {
+        fmt::print(stderr, "memtrack: dump: --summary cannot be combined with --stacks or --resolve\n");
+        return 1;
+    }
+    if (opts.resolve) return dump_resolved(opts);
+    if (!opts.stacks_file.empty()) return dump_stacks(opts.stacks_file);
+
     Summary summary;
     std::string line;
     std::function<void(const Event&)> on_event;
@@ -30,17 +156,9 @@ int run_dump(const DumpOptions& opts) {
     // What was read is worth printing even when the file is damaged: it is exactly what the
     // runner would have kept, since it too stops at the first bad value.
     if (opts.summary) std::fputs(summary.text().c_str(), stdout);
-    // stdout before stderr, so the error line comes after the events in a shared terminal.
-    std::fflush(stdout);
-    if (!result) {
-        fmt::print(stderr, "memtrack: dump: {}: {}\n", opts.file, result.error().message());
-        return 1;
-    }
-    if (std::ferror(stdout)) {
-        fmt::print(stderr, "memtrack: dump: writing to stdout failed\n");
-        return 1;
-    }
-    return 0;
+    std::vector<Failure> failures;
+    if (!result) failures.push_back({opts.file, result.error().message()});
+    return finish(failures);
 }
 
 }  // namespace memtrack

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <mutex>
 #include <thread>
 
 #include <boost/asio/io_context.hpp>
@@ -21,6 +22,7 @@
 #include "actors/PressureControl.hpp"
 #include "actors/RingConsumer.hpp"
 #include "actors/Stats.hpp"
+#include "actors/Symbolizer.hpp"
 #include "actors/Writer.hpp"
 #include "bpf/record.h"
 #include "core/Clock.hpp"
@@ -63,29 +65,42 @@ std::string prepare_output_dir(const std::string& dir) {
     return dir;
 }
 
+// One ring read by its own consumer into its own queue.
+struct Lane {
+    Lane(asio::io_context& io, RingView view, Stats& stats, RingConsumer::Options opt)
+        : ring(std::move(view)), consumer(io, ring, queue, stats, opt) {}
+    RingView ring;
+    BatchQueue queue;
+    RingConsumer consumer;
+};
+
 // Everything that lives for one tracked run; the shutdown sequence walks it in order.
 class TrackRun {
 public:
-    TrackRun(asio::io_context& io, const TrackOptions& opt, BpfSession& bpf, RingView& ring, ZstdFileWriter artifact,
-             HeldChild& child, Control* control)
-        : io_(io), opt_(opt), bpf_(bpf), ring_(ring), child_(child), control_(control),
-          writer_(io_, queue_, std::move(artifact), stats_),
-          consumer_(io_, ring_, queue_, stats_,
-                    RingConsumer::Options{opt.chunk_records, std::chrono::microseconds(opt.consumer_delay_us),
-                                          std::chrono::milliseconds(10)}),
+    TrackRun(asio::io_context& io, const TrackOptions& opt, BpfSession& bpf, ZstdFileWriter artifact,
+             std::optional<ZstdFileWriter> stacks_file, HeldChild& child, Control* control)
+        : io_(io), opt_(opt), bpf_(bpf), child_(child), control_(control),
+          events_(io, value_or_throw(RingView::map(bpf.events_ring_fd())), stats_, consumer_options(RingConsumer::Records::Events)),
+          writer_(io_, events_.queue, std::move(artifact), stats_),
           pressure_(io_, bpf_, stats_, WatermarkPolicy{opt.stop_fill, opt.resume_fill}),
-          drains_(io_, ring_, consumer_, writer_, stats_), exit_watch_(io_, ::dup(child.pidfd())),
-          signals_(io_, SIGINT, SIGTERM, SIGHUP) {
-        consumer_.set_batch_ready([this] { writer_.notify(); });
-        writer_.set_queue_space([this] { consumer_.on_queue_space(); });
-        consumer_.set_chunk_observer([this](uint64_t, double fill) { pressure_.on_chunk(fill); });
+          exit_watch_(io_, ::dup(child.pidfd())), signals_(io_, SIGINT, SIGTERM, SIGHUP) {
+        connect(events_, writer_, 0);
+        std::vector<DrainBarrier::Lane> lanes{{&events_.ring, &events_.consumer, &writer_}};
+        if (stacks_file) {
+            stacks_.emplace(io, value_or_throw(RingView::map(bpf.stacks_ring_fd())), stats_,
+                            consumer_options(RingConsumer::Records::Stacks));
+            symbolizer_.emplace(io_, stacks_->queue, std::move(*stacks_file), stats_, bpf.snapshot_map_fd());
+            connect(*stacks_, *symbolizer_, 1);
+            lanes.push_back({&stacks_->ring, &stacks_->consumer, &*symbolizer_});
+        }
+        drains_.emplace(io_, std::move(lanes), stats_);
         writer_.add_root_process(child.pid(), monotonic_ns());
         if (control_) control_->set_handlers(control_handlers());
     }
 
     // Runs until the command exits, a signal arrives or a client asks for shutdown.
     int run() {
-        consumer_.start();
+        for_each_lane([](Lane& l) { l.consumer.start(); });
         pressure_.start();
         if (control_) control_->start();
         exit_watch_.async_wait(asio::posix::stream_descriptor::wait_read, [this](boost::system::error_code ec) {
@@ -113,6 +128,24 @@ public:
 private:
     enum class Reason { CommandExited, Signal, ClientShutdown, ExecFailed };
 
+    RingConsumer::Options consumer_options(RingConsumer::Records records) const {
+        return {records, opt_.chunk_records, std::chrono::microseconds(opt_.consumer_delay_us),
+                std::chrono::milliseconds(10)};
+    }
+
+    void connect(Lane& lane, BatchSink& sink, size_t ring_index) {
+        lane.consumer.set_batch_ready([&sink] { sink.notify(); });
+        sink.set_queue_space([&lane] { lane.consumer.on_queue_space(); });
+        lane.consumer.set_chunk_observer(
+            [this, ring_index](uint64_t, double fill) { pressure_.on_chunk(ring_index, fill); });
+    }
+
+    template <typename Fn>
+    void for_each_lane(Fn&& fn) {
+        fn(events_);
+        if (stacks_) fn(*stacks_);
+    }
+
     ControlHandlers control_handlers() {
         ControlHandlers h;
         h.set_recording = [this](bool on, ControlHandlers::Reply reply) {
@@ -120,7 +153,7 @@ private:
             reply(boost::json::object{{"recording", on}});
         };
         h.drain = [this](ControlHandlers::Reply reply) {
-            drains_.request([reply = std::move(reply)](Result<uint64_t> r) {
+            drains_->request([reply = std::move(reply)](Result<uint64_t> r) {
                 if (!r) reply(r.error());
                 else reply(boost::json::object{{"records", r.value()}});
             });
@@ -143,6 +176,9 @@ private:
     boost::json::object live_stats() {
         stats_.set_kernel_counters(bpf_.counter(MT_COUNTER_DROPPED), bpf_.counter(MT_COUNTER_STOPS),
                                    bpf_.counter(MT_COUNTER_NESTED));
+        stats_.set_stack_counters(bpf_.counter(MT_COUNTER_STACKS_CAPTURED), bpf_.counter(MT_COUNTER_STACKS_SENT),
+                                  bpf_.counter(MT_COUNTER_STACK_ERRORS), bpf_.counter(MT_COUNTER_STACKS_DROPPED),
+                                  bpf_.counter(MT_COUNTER_SNAPSHOT_STOPS));
         return stats_.to_json();
     }
 
@@ -156,19 +192,34 @@ private:
         reason_ = why;
         signal_ = sig;
         bpf_.set_recording(false);
-        consumer_.drain([this, reply = std::move(reply)]() mutable {
-            writer_.finish([this, reply = std::move(reply)](Result<uint64_t> written) mutable {
-                if (!written) write_error_ = written.error();
-                pressure_.resume_all([this, reply = std::move(reply)]() mutable {
-                    if (reply) reply(boost::json::object{{"records", stats_.records_written()}});
-                    stop_all();
+        // Each lane reads to its producer position of now, then its sink closes its file.
+        auto lanes_left = std::make_shared<std::atomic<int>>(stacks_ ? 2 : 1);
+        auto all_done = [this, lanes_left, reply = std::move(reply)]() mutable {
+            if (lanes_left->fetch_sub(1) != 1) return;
+            pressure_.resume_all([this, reply = std::move(reply)]() mutable {
+                if (reply) reply(boost::json::object{{"records", stats_.records_written()}});
+                stop_all();
+            });
+        };
+        auto finish_lane = [this, all_done](Lane& lane, BatchSink& sink) mutable {
+            lane.consumer.drain([this, &sink, all_done]() mutable {
+                sink.finish([this, all_done](Result<uint64_t> written) mutable {
+                    if (!written) record_write_error(written.error());
+                    all_done();
                 });
             });
-        });
+        };
+        finish_lane(events_, writer_);
+        if (stacks_) finish_lane(*stacks_, *symbolizer_);
+    }
+
+    void record_write_error(const Error& e) {
+        std::lock_guard lock(error_mu_);
+        if (!write_error_) write_error_ = e;
     }
 
     void stop_all() {
-        consumer_.stop();
+        for_each_lane([](Lane& l) { l.consumer.stop(); });
         pressure_.stop();
         asio::post(io_, [this] {
             boost::system::error_code ec;
@@ -214,6 +265,7 @@ private:
 
     void pressure_resume_remaining() {
         resume_every_stopped(bpf_.pressure_map_fd());
+        resume_every_stopped(bpf_.snapshot_map_fd());
         stats_.set_stopped_at_exit(pressure_.stopped_count());
     }
 
@@ -229,21 +281,22 @@ private:
     asio::io_context& io_;
     const TrackOptions& opt_;
     BpfSession& bpf_;
-    RingView& ring_;
     HeldChild& child_;
     Control* control_;
     Stats stats_;
-    BatchQueue queue_;
+    Lane events_;
     Writer writer_;
-    RingConsumer consumer_;
+    std::optional<Lane> stacks_;
+    std::optional<Symbolizer> symbolizer_;
     PressureControl pressure_;
-    DrainBarrier drains_;
+    std::optional<DrainBarrier> drains_;
     asio::posix::stream_descriptor exit_watch_;
     asio::signal_set signals_;
     std::atomic<bool> shutting_down_{false};
     Reason reason_ = Reason::CommandExited;
     int signal_ = 0;
     int exec_error_ = 0;
+    std::mutex error_mu_;
     std::optional<Error> write_error_;
 };
 
@@ -276,11 +329,14 @@ int run_track(const TrackOptions& opt_in) {
         cfg.ring_bytes = opt.ring_size;
         cfg.stop_fill = opt.stop_fill;
         cfg.libc_path = opt.libc_path;
+        cfg.capture_stacks = !opt.no_stacks;
+        cfg.max_frames = opt.max_frames;
+        cfg.stack_ring_bytes = opt.stack_ring_size;
         cfg.libstdcxx_path = opt.libstdcxx_path;
         const uint64_t t0 = monotonic_ns();
         bpf = BpfSession::open_and_load(cfg);
         log::info("loaded at {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
-        guard.emplace(value_or_throw(StopGuard::start(bpf->pressure_map_fd())));
+        guard.emplace(value_or_throw(StopGuard::start({bpf->pressure_map_fd(), bpf->snapshot_map_fd()})));
         bpf->attach_tracepoints();
         log::info("tracepoints at {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
         bpf->attach_allocator_probes();
@@ -297,20 +353,31 @@ int run_track(const TrackOptions& opt_in) {
         child.abandon();
         throw FatalError(fmt::format("output folder not writable: {}", artifact.error().message()));
     }
-    auto ring = RingView::map(bpf->events_ring_fd());
-    if (!ring) {
-        child.abandon();
-        throw FatalError(ring.error());
+    std::optional<ZstdFileWriter> stacks_file;
+    if (!opt.no_stacks) {
+        auto f = ZstdFileWriter::create(fmt::format("{}/{}.MemtrackStacks.msgpack", dir, child.pid()));
+        if (!f) {
+            child.abandon();
+            throw FatalError(fmt::format("output folder not writable: {}", f.error().message()));
+        }
+        stacks_file.emplace(std::move(f).value());
     }
 
-    TrackRun run(io, opt, *bpf, *ring, std::move(artifact).value(), child, control.get());
-    const int status = run.run();
+    std::optional<TrackRun> run;
+    try {
+        run.emplace(io, opt, *bpf, std::move(artifact).value(), std::move(stacks_file), child, control.get());
+    } catch (...) {
+        child.abandon();
+        throw;
+    }
+    const int status = run->run();
     const uint64_t t0 = monotonic_ns();
     bpf->detach();
     log::info("teardown took {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
-    if (run.exec_failed()) {
+    if (run->exec_failed()) {
         ::unlink(artifact_path.c_str());  // no empty artifact for a command that never ran
-        const int err = run.exec_error();
+        ::unlink(fmt::format("{}/{}.MemtrackStacks.msgpack", dir, child.pid()).c_str());
+        const int err = run->exec_error();
         log::error("cannot run {}: {}", argv[0], std::strerror(err));
         return err == ENOENT ? 127 : 126;
     }

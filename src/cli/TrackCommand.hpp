@@ -20,6 +20,9 @@ struct TrackOptions {
     std::string libc_path;
     std::string libstdcxx_path;
     unsigned threads = 2;
+    bool no_stacks = false;
+    uint32_t max_frames = 64;
+    uint64_t stack_ring_size = 16ull << 20;
 };
 
 // Returns memtrack's exit status: the command's, or non-zero when records were dropped.

@@ -14,6 +14,7 @@
 #include "core/Log.hpp"
 #include "core/Result.hpp"
 #include "memtrack.bpf.skel.h"
+#include "bpf/record.h"
 #include "probes/AllocatorProbes.hpp"
 
 namespace memtrack {
@@ -66,17 +67,25 @@ void require_bpf_privileges() {
 
 std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
     libbpf_set_print(libbpf_print);
-    const long page = ::sysconf(_SC_PAGESIZE);
-    if (cfg.ring_bytes < uint64_t(page) || (cfg.ring_bytes & (cfg.ring_bytes - 1)) != 0)
-        throw FatalError(fmt::format("ring size {} is not a power of two of at least {} bytes",
-                                     cfg.ring_bytes, page));
+    const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
+    for (uint64_t bytes : {cfg.ring_bytes, cfg.stack_ring_bytes})
+        if (bytes < page || (bytes & (bytes - 1)) != 0 || bytes > (1ull << 31))
+            throw FatalError(fmt::format("ring size {} is not a power of two between {} and 2 GiB", bytes, page));
     std::unique_ptr<BpfSession> s(new BpfSession(cfg));
     s->skel_ = memtrack_bpf__open();
     if (!s->skel_) fail("open", errno);
 
+    if (cfg.max_frames < 1 || cfg.max_frames > MT_MAX_FRAMES)
+        throw FatalError(fmt::format("--max-frames must be in 1..{}", MT_MAX_FRAMES));
     if (bpf_map__set_max_entries(s->skel_->maps.events, uint32_t(cfg.ring_bytes)) != 0)
         fail("ring resize", errno);
-    s->skel_->rodata->stop_bytes = cfg.stop_fill >= 1.0 ? ~0ull : uint64_t(cfg.stop_fill * double(cfg.ring_bytes));
+    if (bpf_map__set_max_entries(s->skel_->maps.stacks, uint32_t(cfg.stack_ring_bytes)) != 0)
+        fail("stack ring resize", errno);
+    auto watermark = [&](uint64_t ring) { return cfg.stop_fill >= 1.0 ? ~0ull : uint64_t(cfg.stop_fill * double(ring)); };
+    s->skel_->rodata->stop_bytes = watermark(cfg.ring_bytes);
+    s->skel_->rodata->stack_stop_bytes = watermark(cfg.stack_ring_bytes);
+    s->skel_->rodata->capture_stacks = cfg.capture_stacks;
+    s->skel_->rodata->max_frames = cfg.max_frames;
     s->skel_->rodata->wakeup_bytes = uint64_t(cfg.wakeup_fill * double(cfg.ring_bytes));
     // One program serves every allocator entry (and one every return) through uprobe_multi.
     for (bpf_program* p : {s->skel_->progs.alloc_entry, s->skel_->progs.alloc_return})
@@ -167,7 +176,9 @@ bool BpfSession::recording() const {
 }
 
 int BpfSession::events_ring_fd() const { return bpf_map__fd(skel_->maps.events); }
+int BpfSession::stacks_ring_fd() const { return bpf_map__fd(skel_->maps.stacks); }
 int BpfSession::pressure_map_fd() const { return bpf_map__fd(skel_->maps.pressure_stopped); }
+int BpfSession::snapshot_map_fd() const { return bpf_map__fd(skel_->maps.snapshot_stopped); }
 
 std::atomic_ref<uint64_t> BpfSession::stops_outstanding() {
     // Declared `unsigned long` in BPF so the skeleton's type is uint64_t's on this ABI.

@@ -20,6 +20,9 @@ struct BpfConfig {
     uint64_t ring_bytes = 64ull << 20;
     double stop_fill = 0.75;    // SIGSTOP the producer at or above this fill
     double wakeup_fill = 0.0;   // below this fill, records do not wake the consumer
+    bool capture_stacks = true;
+    uint32_t max_frames = 64;
+    uint64_t stack_ring_bytes = 16ull << 20;
     std::string libc_path;      // empty: the C library memtrack itself uses
     std::string libstdcxx_path; // empty: the C++ runtime memtrack itself uses
 };
@@ -40,7 +43,9 @@ public:
     bool recording() const;
 
     int events_ring_fd() const;
+    int stacks_ring_fd() const;
     int pressure_map_fd() const;
+    int snapshot_map_fd() const;
     // Entries in pressure_stopped, kept by BPF; user space decrements when it resumes one.
     std::atomic_ref<uint64_t> stops_outstanding();
     uint64_t counter(uint32_t index) const;  // summed over CPUs

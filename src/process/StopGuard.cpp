@@ -10,6 +10,7 @@
 
 #include <bpf/bpf.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "actors/PressureControl.hpp"
@@ -34,7 +35,7 @@ size_t resume_every_stopped(int map_fd) {
     return resumed;
 }
 
-Result<StopGuard> StopGuard::start(int pressure_map_fd) {
+Result<StopGuard> StopGuard::start(std::vector<int> stopped_maps) {
     int p[2];
     if (::pipe2(p, O_CLOEXEC) != 0) return errno_error("pipe", "stop guard");
     const pid_t pid = ::fork();
@@ -47,14 +48,18 @@ Result<StopGuard> StopGuard::start(int pressure_map_fd) {
         ::signal(SIGTERM, SIG_IGN);
         ::signal(SIGHUP, SIG_IGN);
         ::close(p[1]);
-        const int keep_a = pressure_map_fd < p[0] ? pressure_map_fd : p[0];
-        const int keep_b = pressure_map_fd < p[0] ? p[0] : pressure_map_fd;
-        ::syscall(SYS_close_range, 3, keep_a - 1, 0);
-        ::syscall(SYS_close_range, keep_a + 1, keep_b - 1, 0);
-        ::syscall(SYS_close_range, keep_b + 1, ~0u, 0);
+        std::vector<int> keep = stopped_maps;
+        keep.push_back(p[0]);
+        std::sort(keep.begin(), keep.end());
+        unsigned next = 3;
+        for (int fd : keep) {
+            if (unsigned(fd) > next) ::syscall(SYS_close_range, next, unsigned(fd) - 1, 0);
+            next = unsigned(fd) + 1;
+        }
+        ::syscall(SYS_close_range, next, ~0u, 0);
         char byte;
         while (::read(p[0], &byte, 1) < 0 && errno == EINTR) {}
-        resume_every_stopped(pressure_map_fd);
+        for (int fd : stopped_maps) resume_every_stopped(fd);
         ::_exit(0);
     }
     ::close(p[0]);

@@ -1,11 +1,12 @@
 #pragma once
 // A tiny watchdog process that resumes every pressure-stopped process if memtrack dies
 // without doing so itself (SIGKILL, a crash): memtrack must never leave a process stopped.
-// It holds only the pressure_stopped map and a pipe; memtrack's exit, however it happens,
+// It holds only the maps of stopped processes and a pipe; memtrack's exit, however it happens,
 // closes the pipe's other end and wakes it.
 #include <sys/types.h>
 
 #include <utility>
+#include <vector>
 
 #include "core/Fd.hpp"
 #include "core/Result.hpp"
@@ -16,7 +17,8 @@ class StopGuard {
 public:
     // Fork it while memtrack is still single-threaded and before any probe is attached, so it
     // holds no link that would keep probes alive.
-    static Result<StopGuard> start(int pressure_map_fd);
+    // stopped_maps: the BPF maps of processes memtrack paused (pressure, mappings snapshot).
+    static Result<StopGuard> start(std::vector<int> stopped_maps);
     StopGuard(StopGuard&& o) noexcept : pid_(std::exchange(o.pid_, -1)), alive_(std::move(o.alive_)) {}
     StopGuard& operator=(StopGuard&&) = delete;
     // Normal exit: lets the guard do its (then empty) pass and reaps it.

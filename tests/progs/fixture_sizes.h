@@ -17,6 +17,7 @@
 #define FX_LIBC_CALLOC_S 541u /* 13 * 541 = 7033 */
 #define FX_LIBC_CALLOC (FX_LIBC_CALLOC_N * FX_LIBC_CALLOC_S)
 #define FX_LIBC_GROW_FROM 7103u /* malloc, then realloc to FX_LIBC_GROW_TO */
+#define FX_LIBC_BLOCKER 7019u   /* allocated right after it, so the realloc has to move */
 #define FX_LIBC_GROW_TO 7207u
 #define FX_LIBC_REALLOC_NULL 7309u /* realloc(NULL, n) */
 #define FX_LIBC_REALLOC_ZERO 7411u /* malloc, then realloc(p, 0) */

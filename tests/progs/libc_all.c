@@ -1,10 +1,14 @@
 /*
  * libc_all [N]: every glibc allocation entry point, N times each (default 10).
  *
- * Per iteration, with the sizes of fixture_sizes.h (expected records in brackets):
+ * First, while the heap has no free chunk yet, N pairs of a block p (FX_LIBC_GROW_FROM) and a
+ * blocker allocated right after it (FX_LIBC_BLOCKER): [Malloc, Malloc] x N. As the chunk after p
+ * stays in use, realloc cannot grow p in place and must move it.
+ *
+ * Then per iteration, with the sizes of fixture_sizes.h (expected records in brackets):
  *   malloc                        [Malloc]                       free   [Free]
  *   calloc(13, 541)               [Calloc 7033]                  free   [Free]
- *   malloc, realloc to grow       [Malloc, Realloc old_addr=p]   free   [Free]
+ *   realloc p to grow; it moves   [Realloc old_addr=p]           free it and p's blocker [Free x2]
  *   realloc(NULL, n)              [Malloc]                       free   [Free]
  *   malloc, realloc(p, 0)         [Malloc, Free p]
  *   malloc, realloc(p, huge)      [Malloc; nothing: it fails]    free p [Free]
@@ -24,6 +28,10 @@
 #include "fixture.h"
 #include "fixture_sizes.h"
 
+#define MAX_ROUNDS 100000 /* fx_count's limit */
+static void *grow_from[MAX_ROUNDS];
+static void *blockers[MAX_ROUNDS];
+
 /* Allocates and escapes, checking the result is usable. */
 static void *keep(void *p, size_t align)
 {
@@ -38,7 +46,7 @@ static void release(void *p)
 	free(fx_launder(p));
 }
 
-static void one_round(void)
+static void one_round(unsigned round)
 {
 	void *p;
 	void *q;
@@ -50,9 +58,12 @@ static void one_round(void)
 	FX_REQUIRE(((unsigned char *)p)[FX_LIBC_CALLOC - 1] == 0);
 	release(p);
 
-	p = keep(malloc(fx_size(FX_LIBC_GROW_FROM)), 16);
-	q = keep(realloc(p, fx_size(FX_LIBC_GROW_TO)), 16);
+	/* The blocker sits right after p, so p cannot grow in place: the new block is elsewhere. */
+	p = grow_from[round];
+	q = keep(realloc(fx_launder(p), fx_size(FX_LIBC_GROW_TO)), 16);
+	FX_REQUIRE(q != p);
 	release(q);
+	release(blockers[round]);
 
 	p = keep(realloc(fx_launder(NULL), fx_size(FX_LIBC_REALLOC_NULL)), 16);
 	release(p);
@@ -111,7 +122,11 @@ static void one_round(void)
 int main(int argc, char **argv)
 {
 	unsigned n = fx_count(argc, argv, 10);
+	for (unsigned i = 0; i < n; i++) {
+		grow_from[i] = keep(malloc(fx_size(FX_LIBC_GROW_FROM)), 16);
+		blockers[i] = keep(malloc(fx_size(FX_LIBC_BLOCKER)), 16);
+	}
 	for (unsigned i = 0; i < n; i++)
-		one_round();
+		one_round(i);
 	return 0;
 }

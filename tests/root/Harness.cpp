@@ -4,7 +4,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -94,6 +93,53 @@ void check_spawn(int rc, const char* what) {
     if (rc != 0) throw std::runtime_error(std::string(what) + ": " + std::strerror(rc));
 }
 
+std::string slurp_or_empty(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::string first_line_of(const std::string& path) {
+    std::ifstream in(path);
+    std::string line;
+    std::getline(in, line);
+    return line;
+}
+
+// One line per process of group `pgid`: pid, state, command line, kernel wait channel, and
+// where a stopped or sleeping process sits (its syscall line), for hang diagnostics.
+std::string describe_group(pid_t pgid) {
+    std::string out;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+        const std::string name = entry.path().filename().string();
+        if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; }))
+            continue;
+        const std::string stat = first_line_of(entry.path() / "stat");
+        // "pid (comm) state ppid pgrp ...": comm may hold spaces, so parse after the last ')'.
+        auto close = stat.rfind(')');
+        if (close == std::string::npos) continue;
+        std::istringstream rest(stat.substr(close + 1));
+        std::string state;
+        long ppid = 0, pgrp = 0;
+        rest >> state >> ppid >> pgrp;
+        if (pgrp != pgid) continue;
+        std::string cmdline = slurp_or_empty((entry.path() / "cmdline").string());
+        std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+        std::string status = slurp_or_empty((entry.path() / "status").string());
+        std::string sig;
+        for (const char* key : {"SigBlk:", "SigIgn:"}) {
+            auto at = status.find(key);
+            if (at != std::string::npos) sig += " " + status.substr(at, status.find('\n', at) - at);
+        }
+        out += "\n    pid " + name + " ppid " + std::to_string(ppid) + " state " + state + " wchan " +
+               first_line_of((entry.path() / "wchan").string()) + " syscall " +
+               first_line_of((entry.path() / "syscall").string()) + sig + " : " + cmdline;
+    }
+    return out.empty() ? std::string("\n    (no process left in the group)") : out;
+}
+
 }  // namespace
 
 // ---- environment ----
@@ -133,7 +179,7 @@ std::string fixture(const std::string& name) {
 std::string RunResult::describe() const {
     std::string s;
     if (timed_out)
-        s = "timed out (killed by the harness)";
+        s = "timed out (killed by the harness); its process group was:" + hang_report + "\n";
     else if (signaled)
         s = "killed by signal " + std::to_string(status - 128) + " (status " + std::to_string(status) + ")";
     else
@@ -158,6 +204,9 @@ RunResult run(const std::vector<std::string>& argv, std::chrono::seconds timeout
                     "posix_spawn_file_actions_adddup2");
         check_spawn(posix_spawn_file_actions_adddup2(&s.actions, err_pipe[1].get(), 2),
                     "posix_spawn_file_actions_adddup2");
+        // Nothing but 0-2: whatever else the command under test has open, it opened itself.
+        check_spawn(posix_spawn_file_actions_addclosefrom_np(&s.actions, 3),
+                    "posix_spawn_file_actions_addclosefrom_np");
 
         sigset_t empty;
         sigemptyset(&empty);
@@ -192,6 +241,7 @@ RunResult run(const std::vector<std::string>& argv, std::chrono::seconds timeout
     std::array<std::string*, 2> sinks{&r.out, &r.err};
 
     auto kill_group = [&] {
+        if (r.timed_out) r.hang_report = describe_group(pid);
         // The group outlives its leader while any member is alive; ESRCH means nobody is left.
         ::kill(-pid, SIGKILL);
         killed_group = true;

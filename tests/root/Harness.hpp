@@ -42,17 +42,22 @@ struct RunResult {
     bool strays = false;     // descendants still held its stdout/stderr after it exited
     std::string out;
     std::string err;
+    std::string hang_report;  // when timed out: the state of each process in its group
+
 
     // "exit 3" / "killed by signal 15" and the stderr, for failure messages.
     std::string describe() const;
 };
 
 // Runs argv[0] (PATH lookup when it has no slash) with stdin from /dev/null, stdout and stderr
-// captured, default signal dispositions and an empty signal mask, in its own process group.
+// captured, no other fd open, default signal dispositions and an empty signal mask, in its own
+// process group.
 // Always reaps the child by its pid before returning. Past the timeout, or when descendants
-// outlive it holding the pipes, the whole process group is SIGKILLed.
+// outlive it holding the pipes, the whole process group is SIGKILLed (after noting in
+// hang_report what each of its processes was doing). The fixtures run in well under a second
+// and a tracked run in a few: a minute means something is stuck.
 RunResult run(const std::vector<std::string>& argv,
-              std::chrono::seconds timeout = std::chrono::seconds(180));
+              std::chrono::seconds timeout = std::chrono::seconds(60));
 
 // ---- files ----
 

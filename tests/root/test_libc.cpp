@@ -12,7 +12,7 @@ using namespace memtrack::roottest;
 namespace {
 
 const std::set<uint64_t> kSizes = {
-    FX_LIBC_MALLOC,        FX_LIBC_CALLOC,    FX_LIBC_GROW_FROM, FX_LIBC_GROW_TO,     FX_LIBC_REALLOC_NULL,
+    FX_LIBC_MALLOC,        FX_LIBC_BLOCKER,   FX_LIBC_CALLOC,    FX_LIBC_GROW_FROM, FX_LIBC_GROW_TO,     FX_LIBC_REALLOC_NULL,
     FX_LIBC_REALLOC_ZERO,  FX_LIBC_REALLOC_FAIL, FX_LIBC_RA_NULL, FX_LIBC_RA_FROM,    FX_LIBC_RA_TO,
     FX_LIBC_ALIGNED_ALLOC, FX_LIBC_MEMALIGN,  FX_LIBC_POSIX_MEMALIGN, FX_LIBC_VALLOC, FX_LIBC_PVALLOC,
 };
@@ -27,6 +27,7 @@ void check_libc_all(const std::vector<Event>& events, unsigned n) {
         {FX_LIBC_MALLOC, times("Malloc", n)},
         {FX_LIBC_CALLOC, times("Calloc", n)},
         {FX_LIBC_GROW_FROM, times("Malloc", n)},
+        {FX_LIBC_BLOCKER, times("Malloc", n)},
         {FX_LIBC_GROW_TO, times("Realloc", n)},
         {FX_LIBC_REALLOC_NULL, times("Malloc", n)},
         {FX_LIBC_REALLOC_ZERO, times("Malloc", n)},
@@ -47,7 +48,7 @@ void check_libc_all(const std::vector<Event>& events, unsigned n) {
     Pairing p = pair_up(events, kSizes);
     CHECK_MESSAGE(p.problems.empty(), "allocation history problems:", p.problems_text());
     CHECK_MESSAGE(p.live.empty(), "fixture blocks never freed:", join(p.live));
-    CHECK(p.allocations == 13 * n);
+    CHECK(p.allocations == 14 * n);
     CHECK(show(p.reallocs) == show(std::map<uint64_t, size_t>{{FX_LIBC_GROW_FROM, n}, {FX_LIBC_RA_FROM, n}}));
     std::map<uint64_t, size_t> frees;
     for (uint64_t size : kSizes)
@@ -84,19 +85,23 @@ TEST_CASE("libc: realloc edge cases") {
     // One run, several aspects: each block says which one a failure is about.
 
     {
-        INFO("realloc(p, n) that grows: Realloc with old_addr = the block it was given");
-        uint64_t last_from = 0;
+        INFO("realloc(p, n) that moves the block: Realloc at the new address, old_addr = the block it was given");
+        // The fixture allocates the N blocks up front, each followed by a blocker, then realloc's
+        // each once; it checks the block moved.
+        std::set<uint64_t> from;
+        for (const Event& e : ev)
+            if (e.type == "Malloc" && e.size == FX_LIBC_GROW_FROM) from.insert(e.addr);
+        CHECK(from.size() == n);
         std::vector<std::string> wrong;
         size_t seen = 0;
         for (const Event& e : ev) {
-            if (e.type == "Malloc" && e.size == FX_LIBC_GROW_FROM) last_from = e.addr;
-            if (e.type == "Realloc" && e.size == FX_LIBC_GROW_TO) {
-                seen++;
-                if (!e.old_addr || *e.old_addr != last_from || last_from == 0)
-                    wrong.push_back(e.describe() + ": old_addr is not the preceding Malloc(" +
-                                    std::to_string(FX_LIBC_GROW_FROM) + ")");
-                last_from = 0;
-            }
+            if (e.type != "Realloc" || e.size != FX_LIBC_GROW_TO) continue;
+            seen++;
+            if (!e.old_addr || from.erase(*e.old_addr) != 1)
+                wrong.push_back(e.describe() + ": old_addr is not one of the blocks malloc'd with size " +
+                                std::to_string(FX_LIBC_GROW_FROM) + " (or is used twice)");
+            else if (e.addr == *e.old_addr)
+                wrong.push_back(e.describe() + ": addr is the old block's, not the new one's");
         }
         CHECK(seen == n);
         CHECK_MESSAGE(wrong.empty(), join(wrong));
@@ -152,4 +157,29 @@ TEST_CASE("cli: the single-string command form runs through bash -c with the sam
     CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
     check_common(t);
     check_libc_all(t.events, 5);
+}
+
+TEST_CASE("libc: a long run loses nothing") {
+    ROOT_SUITE_GUARD();
+    // ~30 records per round: enough for the consumer to fall behind now and then.
+    const unsigned n = 3000;
+    TempDir dir;
+    Tracked t = track_and_dump(dir, {fixture("libc_all"), std::to_string(n)});
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_common(t);
+    check_libc_all(t.events, n);
+}
+
+TEST_CASE("process: a descendant that execs another program is tracked") {
+    ROOT_SUITE_GUARD();
+    // sh forks for a command that is not its last, so libc_all runs in a child of the root
+    // process, in a program image exec'd after tracking started.
+    TempDir dir;
+    Tracked t = track_and_dump(dir, {"/bin/sh", "-c", fixture("libc_all") + " 3; exit 0"});
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_common(t);
+    check_libc_all(t.events, 3);
+    auto pids = pids_of(with_size(t.events, FX_LIBC_MALLOC));
+    CHECK_MESSAGE(pids.count(t.result.root_pid) == 0, "libc_all ran as the root process ", t.result.root_pid,
+                  ": sh did not fork, the test proves nothing");
 }

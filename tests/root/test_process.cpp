@@ -1,4 +1,4 @@
-// Processes and threads: fork_tree, threads, exit3 and killed (tests/progs/).
+// Processes and threads: fork_tree, threads, exit3, killed and inherit (tests/progs/).
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -123,4 +123,13 @@ TEST_CASE("process: a command killed by SIGTERM makes memtrack exit 143") {
     check_common(t);
     CHECK(tally(with_size(t.events, FX_KILLED_SIZE)) == "Malloc x1");
     CHECK(pids_of(with_size(t.events, FX_KILLED_SIZE)) == std::set<int>{t.result.root_pid});
+}
+
+TEST_CASE("process: the command inherits nothing of memtrack's (signal dispositions, mask, fds)") {
+    ROOT_SUITE_GUARD();
+    // The harness starts memtrack clean (see run()); the fixture lists whatever differs.
+    TempDir dir;
+    Tracked t = track_and_dump(dir, {fixture("inherit")});
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_common(t);
 }

@@ -1,0 +1,53 @@
+#pragma once
+// What the Writer and the Symbolizer share: the consumer side of one batch queue, drained on a
+// strand a few batches per turn, and flush requests answered once every record up to a ring
+// position is in their file. A subclass only says how to write a batch and flush its file.
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "actors/Messages.hpp"
+
+namespace memtrack {
+
+class BatchSink {
+public:
+    BatchSink(boost::asio::io_context& io, BatchQueue& in);
+    virtual ~BatchSink() = default;
+
+    void set_queue_space(Done on_space) { queue_space_ = std::move(on_space); }
+    // Batches were pushed: one wake-up per burst.
+    void notify();
+    // done(records handled) once every record up to ring position `pos` is in the file and the
+    // file is flushed (a complete compressed block), or done(error).
+    void flush_through(uint64_t pos, DrainDone done);
+    // Handles what is queued, closes the file; done(error or records handled).
+    void finish(DrainDone done);
+
+protected:
+    // Called on the strand only.
+    virtual void write_batch(const RecordBatch& b) = 0;
+    virtual Result<void> flush_file() = 0;
+    virtual Result<void> finish_file() = 0;
+    void fail(Error e);
+    Strand& strand() { return strand_; }
+    uint64_t records_handled() const { return records_; }
+
+private:
+    void on_notify();
+    void handle(RecordBatch* raw);
+    void complete_flushes();
+
+    Strand strand_;
+    BatchQueue& in_;
+    Done queue_space_;
+    std::atomic<bool> notify_pending_{false};
+    uint64_t written_pos_ = 0;
+    uint64_t records_ = 0;
+    bool finished_ = false;
+    std::optional<Error> error_;
+    std::vector<std::pair<uint64_t, DrainDone>> flushes_;
+};
+
+}  // namespace memtrack

@@ -1,0 +1,60 @@
+#include "actors/Symbolizer.hpp"
+
+#include <bpf/bpf.h>
+
+#include "actors/PressureControl.hpp"
+#include "actors/Stats.hpp"
+#include "bpf/record.h"
+#include "core/Clock.hpp"
+#include "core/Log.hpp"
+
+namespace memtrack {
+
+Symbolizer::Symbolizer(boost::asio::io_context& io, BatchQueue& in, ZstdFileWriter stacks_file, Stats& stats,
+                       int snapshot_map_fd)
+    : BatchSink(io, in), file_(std::move(stacks_file)), stats_(stats), snapshot_map_fd_(snapshot_map_fd) {}
+
+void Symbolizer::snapshot(int32_t pid) {
+    auto maps = ProcessMaps::read(pid);
+    if (maps) maps_[pid] = std::move(maps).value();
+    else log::info("mappings of {}: {}", pid, maps.error().message());
+    // BPF paused the process at its first stack so that this read could not miss it.
+    uint32_t key = uint32_t(pid);
+    mt_stop stop{};
+    if (bpf_map_lookup_elem(snapshot_map_fd_, &key, &stop) == 0) {
+        if (auto r = resume_if_same_process(pid, stop.start_boottime); !r)
+            log::error("resume after snapshot: {}", r.error().message());
+        bpf_map_delete_elem(snapshot_map_fd_, &key);
+    }
+}
+
+void Symbolizer::write_batch(const RecordBatch& b) {
+    // Mappings first, for the whole batch: paused processes wait for these reads, not for DWARF.
+    for (const StackSample& s : b.stacks)
+        if ((s.flags & MT_STACK_NEW_MAPS) || !maps_.count(s.pid)) snapshot(s.pid);
+
+    buf_.clear();
+    std::vector<Frame> frames;
+    for (const StackSample& s : b.stacks) {
+        const uint64_t t0 = monotonic_ns();
+        if (!written_.insert(s.hash).second) {
+            stats_.on_stack(MT_STACK_HEADER_BYTES + 8 * s.ips.size() + 8, 0);
+            continue;
+        }
+        frames.clear();
+        const ProcessMaps& maps = maps_[s.pid];
+        for (uint64_t ip : s.ips) {
+            auto resolved = resolver_.resolve(maps, ip);
+            frames.insert(frames.end(), std::make_move_iterator(resolved.begin()),
+                          std::make_move_iterator(resolved.end()));
+        }
+        encode_stack(s.hash, s.pid, frames, buf_);
+        stats_.on_stack(MT_STACK_HEADER_BYTES + 8 * s.ips.size() + 8, monotonic_ns() - t0);
+    }
+    if (!buf_.empty()) {
+        if (auto r = file_.write(buf_); !r) fail(r.error());
+    }
+    stats_.set_symbolizer_cache(resolver_.cache_hits(), resolver_.cache_misses(), resolver_.modules_loaded());
+}
+
+}  // namespace memtrack

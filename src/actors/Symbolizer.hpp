@@ -1,0 +1,41 @@
+#pragma once
+// Owns: the stacks file, the Resolver (libdwfl state, per-module and per-address caches), the
+// mappings snapshot of every process seen, the consumer side of the stack batch queue, and the
+// resumption of processes paused until their mappings were read (snapshot_stopped).
+// Accepts: notify(), flush_through(pos, done), finish(done) (from BatchSink).
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "actors/BatchSink.hpp"
+#include "format/ZstdFileWriter.hpp"
+#include "symbols/ProcessMaps.hpp"
+#include "symbols/Resolver.hpp"
+
+namespace memtrack {
+
+class Stats;
+
+class Symbolizer : public BatchSink {
+public:
+    Symbolizer(boost::asio::io_context& io, BatchQueue& in, ZstdFileWriter stacks_file, Stats& stats,
+               int snapshot_map_fd);
+
+private:
+    // Touched only on the strand.
+    void write_batch(const RecordBatch& b) override;
+    Result<void> flush_file() override { return file_.flush(); }
+    Result<void> finish_file() override { return file_.finish(); }
+    void snapshot(int32_t pid);
+
+    ZstdFileWriter file_;
+    Stats& stats_;
+    int snapshot_map_fd_;
+    Resolver resolver_;
+    std::unordered_map<int32_t, ProcessMaps> maps_;
+    std::unordered_set<uint64_t> written_;  // a stack sent twice (LRU eviction) is written once
+    std::string buf_;
+};
+
+}  // namespace memtrack

@@ -1,0 +1,122 @@
+#include "symbols/ProcessMaps.hpp"
+
+#include <fcntl.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "core/Fd.hpp"
+
+namespace memtrack {
+namespace {
+
+// Consumes a hex number from the front of `s`.
+std::optional<uint64_t> take_hex(std::string_view& s) {
+    uint64_t v = 0;
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 16);
+    if (ec != std::errc() || p == s.data()) return std::nullopt;
+    s.remove_prefix(size_t(p - s.data()));
+    return v;
+}
+
+std::optional<uint64_t> take_dec(std::string_view& s) {
+    uint64_t v = 0;
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);
+    if (ec != std::errc() || p == s.data()) return std::nullopt;
+    s.remove_prefix(size_t(p - s.data()));
+    return v;
+}
+
+bool take_char(std::string_view& s, char c) {
+    if (s.empty() || s.front() != c) return false;
+    s.remove_prefix(1);
+    return true;
+}
+
+void skip_spaces(std::string_view& s) {
+    while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+}
+
+// "start-end perms offset major:minor inode   path"; the path runs to the end of the line and
+// may hold spaces.
+std::optional<Mapping> parse_line(std::string_view s) {
+    Mapping m;
+    const auto start = take_hex(s);
+    if (!start || !take_char(s, '-')) return std::nullopt;
+    const auto end = take_hex(s);
+    if (!end || !take_char(s, ' ') || s.size() < 4) return std::nullopt;
+    m.executable = s[2] == 'x';
+    s.remove_prefix(4);
+    if (!take_char(s, ' ')) return std::nullopt;
+    const auto offset = take_hex(s);
+    if (!offset || !take_char(s, ' ')) return std::nullopt;
+    const auto major = take_hex(s);
+    if (!major || !take_char(s, ':')) return std::nullopt;
+    const auto minor = take_hex(s);
+    if (!minor || !take_char(s, ' ')) return std::nullopt;
+    const auto inode = take_dec(s);
+    if (!inode) return std::nullopt;
+    skip_spaces(s);
+    if (*end <= *start) return std::nullopt;
+    m.start = *start;
+    m.end = *end;
+    m.offset = *offset;
+    m.dev = makedev(unsigned(*major), unsigned(*minor));
+    m.inode = *inode;
+    m.path.assign(s);
+    return m;
+}
+
+}  // namespace
+
+ProcessMaps ProcessMaps::parse(std::string_view text) {
+    ProcessMaps maps;
+    while (!text.empty()) {
+        const size_t nl = text.find('\n');
+        const std::string_view line = text.substr(0, nl);
+        text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+        auto m = parse_line(line);
+        // Anonymous memory, heap, stack, [vvar] and the like have no symbols to offer.
+        if (m && (m->path.starts_with('/') || m->path == "[vdso]")) maps.mappings_.push_back(std::move(*m));
+    }
+    std::sort(maps.mappings_.begin(), maps.mappings_.end(),
+              [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
+    return maps;
+}
+
+Result<ProcessMaps> ProcessMaps::read(int pid) {
+    const std::string path = fmt::format("/proc/{}/maps", pid);
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return errno_error("open", path);
+    // The kernel generates the text as it is read; read it whole before parsing.
+    std::string text;
+    char buf[16384];
+    for (;;) {
+        const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno_error("read", path);
+        }
+        if (n == 0) break;
+        text.append(buf, size_t(n));
+    }
+    ProcessMaps maps = parse(text);
+    maps.pid_ = pid;
+    return maps;
+}
+
+const Mapping* ProcessMaps::find(uint64_t addr) const {
+    auto it = std::upper_bound(mappings_.begin(), mappings_.end(), addr,
+                               [](uint64_t a, const Mapping& m) { return a < m.start; });
+    if (it == mappings_.begin()) return nullptr;
+    --it;
+    return addr < it->end ? &*it : nullptr;
+}
+
+}  // namespace memtrack

@@ -1,0 +1,42 @@
+#pragma once
+// Addresses of a traced process to functions, source lines and inlined calls, from the mapped
+// files' symbol tables and DWARF (elfutils libdwfl), with separate debug info found by build-id or
+// .gnu_debuglink under /usr/lib/debug.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "format/StacksFile.hpp"  // Frame
+#include "symbols/ProcessMaps.hpp"
+
+namespace memtrack {
+
+// Not thread-safe: one Resolver belongs to one strand (the symbolizer's).
+class Resolver {
+public:
+    Resolver();
+    ~Resolver();
+    Resolver(const Resolver&) = delete;
+    Resolver& operator=(const Resolver&) = delete;
+
+    // Resolves one captured frame. `ip` is a return address: symbol and line are those of
+    // `ip - 1` (the call instruction), while every returned Frame carries `ip` itself.
+    //
+    // Innermost first: a frame per call inlined at that spot (inlined = true), then the function
+    // that contains the code. Never empty, never throws: an address outside every mapping gives
+    // one Frame with only `ip`; one in a module without symbols (stripped, unreadable, deleted)
+    // keeps `ip`, `module` and `build_id` when known, with `function` empty.
+    std::vector<Frame> resolve(const ProcessMaps& maps, uint64_t ip);
+
+    // Lookups answered from, and added to, the per-module address cache.
+    uint64_t cache_hits() const;
+    uint64_t cache_misses() const;
+    // Module files opened with libdwfl so far (one per distinct build-id, or per file without one).
+    uint64_t modules_loaded() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace memtrack
