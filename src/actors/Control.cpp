@@ -11,6 +11,7 @@
 #include <chrono>
 #include <deque>
 #include <exception>
+#include <filesystem>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -175,11 +176,9 @@ private:
             // The client sent all it will send (perhaps only half-closed): a last request without
             // its newline still counts, and every reply still goes out before we close.
             read_done_ = true;
-            if (in_.size() > 0) {
-                std::string line(asio::buffers_begin(in_.data()), asio::buffers_end(in_.data()));
-                in_.consume(in_.size());
-                handle_line(line);
-            }
+            std::string rest(asio::buffers_begin(in_.data()), asio::buffers_end(in_.data()));
+            in_.consume(in_.size());
+            if (rest.find_first_not_of(" \t\r") != std::string::npos) handle_line(rest);
             finish_if_done();
             return;
         }
@@ -500,7 +499,7 @@ void Connection::close() {
 struct Control::Impl {
     std::shared_ptr<Shared> shared;
     std::shared_ptr<Listener> listener;
-    std::string path;
+    std::string path;  // absolute
     dev_t dev = 0;  // the socket file we created: stop() removes only that one
     ino_t ino = 0;
     std::atomic<bool> stopped{false};
@@ -531,7 +530,9 @@ Result<std::unique_ptr<Control>> Control::bind(asio::io_context& io, const std::
     auto impl = std::make_unique<Impl>();
     impl->shared = std::make_shared<Shared>();
     impl->listener = std::make_shared<Listener>(io, impl->shared);
-    impl->path = path;
+    std::error_code fs_ec;
+    const auto absolute = std::filesystem::absolute(path, fs_ec);  // stop() must not depend on the cwd
+    impl->path = fs_ec ? path : absolute.string();
     auto& acceptor = impl->listener->acceptor();
 
     boost::system::error_code ec;

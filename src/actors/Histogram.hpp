@@ -3,6 +3,7 @@
 // percentiles within ~6 %, exact maximum.
 #include <array>
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 
 namespace memtrack {

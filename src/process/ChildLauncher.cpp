@@ -55,9 +55,12 @@ Result<HeldChild> HeldChild::spawn(const std::vector<std::string>& argv) {
         // Child: only async-signal-safe calls from here on.
         ::close(go[1]);
         ::close(report[0]);
+        // The command starts as a shell would start it: nothing blocked, nothing ignored that
+        // memtrack ignores for itself (SIGPIPE for the control socket).
         sigset_t none;
         sigemptyset(&none);
         ::sigprocmask(SIG_SETMASK, &none, nullptr);
+        for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::signal(sig, SIG_DFL);
         char byte;
         ssize_t n;
         do n = ::read(go[0], &byte, 1);
