@@ -50,11 +50,13 @@ int main(int argc, char** argv) {
     t->add_option("--chunk-records", track.chunk_records, "records read per consumer turn (default 1024)");
     t->add_option("--stop-fill", track.stop_fill, "ring fill that pauses a producer (default 0.75)");
     t->add_option("--resume-fill", track.resume_fill, "ring fill below which paused producers resume (default 0.25; 0: only when empty)");
+    t->add_option("--wakeup-fill", track.wakeup_fill, "ring fill below which records do not wake the consumer; a 10 ms timer reads them (default 1/64; 0: wake on every record)");
     t->add_option("--consumer-delay-us", track.consumer_delay_us, "testing knob: delay every chunk by N microseconds");
     t->add_option("--libc", track.libc_path, "C library to probe (default: the one memtrack uses)");
     t->add_option("--libstdcxx", track.libstdcxx_path, "C++ runtime to probe (default: the one memtrack uses)");
     t->add_option("--threads", track.threads, "io threads (default 2)");
     t->add_flag("--no-stacks", track.no_stacks, "do not capture call stacks");
+    t->add_flag("--probe-at-entry", track.probe_at_entry, "put every probe at its function's entry (no placement)");
     t->add_option("--max-frames", track.max_frames, "frames per captured stack, 1..127 (default 64)");
     std::string stack_ring_size;
     t->add_option("--stack-ring-size", stack_ring_size, "stack ring bytes, a power of two (default 16M)");

@@ -106,7 +106,7 @@ size_t PressureControl::resume_stopped() {
         // Remove after SIGCONT: a new stop for this pid can only be published after this.
         if (bpf_map_delete_elem(fd, &pid) == 0) bpf_.stops_outstanding().fetch_sub(1);
         if (r && *r) {
-            stats_.on_resume(monotonic_ns() - stop.stop_ns);
+            stats_.on_resume(int32_t(pid), monotonic_ns() - stop.stop_ns);
             ++resumed;
         }
     }

@@ -60,9 +60,10 @@ void Stats::set_stack_counters(uint64_t captured, uint64_t sent, uint64_t errors
     snapshot_stops_ = snapshot_stops;
 }
 
-void Stats::on_resume(uint64_t stop_to_resume_ns) {
+void Stats::on_resume(int32_t pid, uint64_t stop_to_resume_ns) {
     std::lock_guard lock(mu_);
     ++resumes_;
+    if (resumes_by_pid_.size() < kMaxPids || resumes_by_pid_.count(pid)) ++resumes_by_pid_[pid];
     paused_ns_ += stop_to_resume_ns;
     stop_to_resume_ns_.add(stop_to_resume_ns);
 }
@@ -97,7 +98,10 @@ uint64_t Stats::records_written() const {
 boost::json::object Stats::to_json() const {
     std::lock_guard lock(mu_);
     const double paused_s = double(paused_ns_) / 1e9;
+    boost::json::object by_pid;
+    for (auto [pid, n] : resumes_by_pid_) by_pid[std::to_string(pid)] = n;
     return {
+        {"pressure_resumes_by_pid", std::move(by_pid)},
         {"records", records_},
         {"bytes", bytes_},
         {"dropped", dropped_},

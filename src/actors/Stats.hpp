@@ -2,6 +2,7 @@
 // The run's statistics, written by every actor and read by --stats and the socket's `stats`.
 // Actors report per chunk or per event batch, never per record, so one mutex is cheap enough.
 #include <cstdint>
+#include <map>
 #include <mutex>
 
 #include <boost/json/object.hpp>
@@ -19,7 +20,7 @@ public:
     void on_stack(uint64_t ring_bytes, uint64_t symbolize_ns);
     void set_symbolizer_cache(uint64_t hits, uint64_t misses, uint64_t modules);
     void set_stack_counters(uint64_t captured, uint64_t sent, uint64_t errors, uint64_t dropped, uint64_t snapshot_stops);
-    void on_resume(uint64_t stop_to_resume_ns);
+    void on_resume(int32_t pid, uint64_t stop_to_resume_ns);
     void on_drain(uint64_t duration_ns);
     void add_process_lifetime(uint64_t ns);
     void set_kernel_counters(uint64_t dropped, uint64_t stops, uint64_t nested);
@@ -39,6 +40,10 @@ private:
     uint64_t dropped_ = 0, stops_ = 0, nested_ = 0, resumes_ = 0, stopped_at_exit_ = 0;
     uint64_t paused_ns_ = 0, lifetime_ns_ = 0;
     Histogram chunk_ns_, stop_to_resume_ns_, drain_ns_, symbolize_ns_;
+    // Pressure resumes per process, for tests and people asking "was every writer paused?".
+    // Bounded: past kMaxPids processes only the totals grow.
+    static constexpr size_t kMaxPids = 1024;
+    std::map<int32_t, uint64_t> resumes_by_pid_;
 };
 
 }  // namespace memtrack

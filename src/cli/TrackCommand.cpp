@@ -53,6 +53,7 @@ void check_options(const TrackOptions& o) {
     if (!(o.resume_fill >= 0.0 && o.resume_fill < o.stop_fill))
         throw FatalError("--resume-fill must be in [0, --stop-fill)");
     if (o.chunk_records == 0) throw FatalError("--chunk-records must be at least 1");
+    if (!(o.wakeup_fill >= 0.0 && o.wakeup_fill < o.stop_fill)) throw FatalError("--wakeup-fill must be in [0, --stop-fill)");
     if (o.threads == 0) throw FatalError("--threads must be at least 1");
 }
 
@@ -328,8 +329,10 @@ int run_track(const TrackOptions& opt_in) {
         BpfConfig cfg;
         cfg.ring_bytes = opt.ring_size;
         cfg.stop_fill = opt.stop_fill;
+        cfg.wakeup_fill = opt.wakeup_fill;
         cfg.libc_path = opt.libc_path;
         cfg.capture_stacks = !opt.no_stacks;
+        cfg.place_probes = !opt.probe_at_entry;
         cfg.max_frames = opt.max_frames;
         cfg.stack_ring_bytes = opt.stack_ring_size;
         cfg.libstdcxx_path = opt.libstdcxx_path;

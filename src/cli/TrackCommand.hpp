@@ -16,11 +16,13 @@ struct TrackOptions {
     size_t chunk_records = 1024;
     double stop_fill = 0.75;
     double resume_fill = 0.25;
+    double wakeup_fill = 1.0 / 64;  // records below this fill do not wake the consumer
     uint64_t consumer_delay_us = 0;
     std::string libc_path;
     std::string libstdcxx_path;
     unsigned threads = 2;
     bool no_stacks = false;
+    bool probe_at_entry = false;  // disable ProbePlacement (benchmarks compare)
     uint32_t max_frames = 64;
     uint64_t stack_ring_size = 16ull << 20;
 };

@@ -8,6 +8,7 @@
 #include "bpf/record.h"
 #include "core/Log.hpp"
 #include "probes/ElfSymbols.hpp"
+#include "probes/ProbePlacement.hpp"
 
 namespace memtrack {
 
@@ -53,8 +54,23 @@ const std::vector<AllocatorFunction>& libstdcxx_functions() {
     return fns;
 }
 
+unsigned argument_registers(uint32_t func) {
+    switch (func) {
+    case MT_FUNC_CALLOC:
+    case MT_FUNC_REALLOC:
+    case MT_FUNC_ALIGNED_ALLOC:
+    case MT_FUNC_NEW_ALIGNED:
+        return 2;
+    case MT_FUNC_REALLOCARRAY:
+    case MT_FUNC_POSIX_MEMALIGN:
+        return 3;
+    default:
+        return 1;
+    }
+}
+
 Result<LibraryProbes> resolve_library_probes(const std::string& path,
-                                             const std::vector<AllocatorFunction>& functions) {
+                                             const std::vector<AllocatorFunction>& functions, bool place) {
     std::vector<std::string> names;
     for (const auto& fn : functions) names.emplace_back(fn.symbol);
     auto elf = ElfSymbols::load(path, names);
@@ -72,16 +88,25 @@ Result<LibraryProbes> resolve_library_probes(const std::string& path,
             out.missing.emplace_back(fn.symbol);
             continue;
         }
+        // The entry and return probes share one placement, hence one trap per call. Placement
+        // never skips a push, so the entry stack pointer needs no correction (cookie: 0 pushed).
+        Placement where{0, "entry: placement off"};
+        if (place) {
+            auto code = elf->code(*sym, 4096);
+            where = code ? place_probe(*code, sym->vaddr, argument_registers(fn.func))
+                         : Placement{0, "entry: " + code.error().message()};
+        }
+        const uint64_t offset = sym->file_offset + where.offset;
         const uint64_t cookie = MT_COOKIE(fn.func, 0);
-        if (entry_seen.insert(sym->file_offset).second) {
-            out.entry.offsets.push_back(sym->file_offset);
+        if (entry_seen.insert(offset).second) {
+            out.entry.offsets.push_back(offset);
             out.entry.cookies.push_back(cookie);
         }
-        if (fn.has_return && ret_seen.insert(sym->file_offset).second) {
-            out.ret.offsets.push_back(sym->file_offset);
+        if (fn.has_return && ret_seen.insert(offset).second) {
+            out.ret.offsets.push_back(offset);
             out.ret.cookies.push_back(cookie);
         }
-        log::info("probe {}+{:#x} ({})", fn.symbol, sym->file_offset, path);
+        log::info("probe {}+{:#x} at {:#x}: {}", fn.symbol, where.offset, offset, where.reason);
     }
     return out;
 }

@@ -27,9 +27,13 @@ struct LibraryProbes {
     std::vector<std::string> missing;  // optional symbols the library does not have
 };
 
-// Resolves `functions` in the ELF file at `path`. Fails when a required one is missing.
+// Resolves `functions` in the ELF file at `path`. Fails when a required one is missing. With
+// `place`, each probe sits where ProbePlacement proves it cheaper; otherwise at the entry.
 Result<LibraryProbes> resolve_library_probes(const std::string& path,
-                                             const std::vector<AllocatorFunction>& functions);
+                                             const std::vector<AllocatorFunction>& functions, bool place);
+
+// How many argument registers the BPF handler reads for a function (ProbePlacement keeps them).
+unsigned argument_registers(uint32_t func);
 
 // Paths of the C library and the C++ runtime as this process maps them (memtrack links both).
 std::string loaded_library_path(const std::string& soname_prefix);

@@ -138,7 +138,7 @@ void BpfSession::attach_allocator_probes() {
     std::vector<LibraryProbes> resolved;
     for (const auto& lib : libs) {
         if (lib.path.empty()) continue;  // optional library not loaded: nothing to probe
-        auto probes = resolve_library_probes(lib.path, *lib.functions);
+        auto probes = resolve_library_probes(lib.path, *lib.functions, cfg_.place_probes);
         if (!probes) {
             if (lib.required) throw FatalError(probes.error());
             log::error("skipping {}: {}", lib.path, probes.error().message());

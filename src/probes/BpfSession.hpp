@@ -21,6 +21,7 @@ struct BpfConfig {
     double stop_fill = 0.75;    // SIGSTOP the producer at or above this fill
     double wakeup_fill = 0.0;   // below this fill, records do not wake the consumer
     bool capture_stacks = true;
+    bool place_probes = true;   // ProbePlacement; off: every probe at its function's entry
     uint32_t max_frames = 64;
     uint64_t stack_ring_bytes = 16ull << 20;
     std::string libc_path;      // empty: the C library memtrack itself uses

@@ -1,0 +1,694 @@
+// Call stacks: what `memtrack dump --resolve` and `memtrack dump --stacks` make of the stacks
+// captured for the stack_* fixtures (tests/progs/stack_*, sizes in stack_sizes.h).
+//
+// Source lines are not written here: each fixture marks the calls that matter with a
+// STACK_MARK(name) comment, and the test reads the fixture's source ($FIXTURE_SRC_DIR) to find
+// the line.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <boost/json.hpp>
+
+#include "Events.hpp"
+#include "stack_sizes.h"
+
+using namespace memtrack::roottest;
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+// ---- reading what memtrack wrote ----
+
+// One frame of `memtrack dump --stacks`: all seven keys.
+struct StackFrame {
+    uint64_t ip = 0;
+    std::string module;
+    std::string build_id;
+    std::string function;
+    std::string file;
+    uint64_t line = 0;
+    bool inlined = false;
+};
+
+struct Stack {
+    uint64_t hash = 0;
+    int pid = 0;
+    std::vector<StackFrame> frames;
+};
+
+// One frame of `memtrack dump --resolve`.
+struct ResolvedFrame {
+    std::string function;
+    std::string module;
+    std::string file;
+    uint64_t line = 0;
+};
+
+struct Resolved {
+    Event event;
+    std::vector<ResolvedFrame> frames;
+};
+
+std::string hex(uint64_t v) {
+    std::ostringstream s;
+    s << "0x" << std::hex << v;
+    return s.str();
+}
+
+std::string base_name(const std::string& path) {
+    auto slash = path.rfind('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+const json::value& need(const json::object& o, const char* key, const std::string& where) {
+    const json::value* v = o.if_contains(key);
+    if (!v) throw std::runtime_error(where + ": missing \"" + key + "\"");
+    return *v;
+}
+
+uint64_t need_u64(const json::object& o, const char* key, const std::string& where) {
+    const json::value& v = need(o, key, where);
+    if (v.is_uint64()) return v.get_uint64();
+    if (v.is_int64() && v.get_int64() >= 0) return static_cast<uint64_t>(v.get_int64());
+    throw std::runtime_error(where + ": \"" + key + "\" is not a non-negative integer");
+}
+
+std::string need_string(const json::object& o, const char* key, const std::string& where) {
+    const json::value& v = need(o, key, where);
+    if (!v.is_string()) throw std::runtime_error(where + ": \"" + key + "\" is not a string");
+    return std::string(v.get_string());
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) lines.push_back(line);
+    return lines;
+}
+
+// <prefix>.MemtrackStacks.msgpack beside <prefix>.MemtrackArtifact.msgpack.
+std::string stacks_file_of(const std::string& artifact) {
+    const std::string from = "MemtrackArtifact";
+    auto at = artifact.rfind(from);
+    if (at == std::string::npos) throw std::runtime_error("not an artifact name: " + artifact);
+    return artifact.substr(0, at) + "MemtrackStacks" + artifact.substr(at + from.size());
+}
+
+// `memtrack dump --stacks FILE`, by hash; throws unless it exits 0, every line has exactly the
+// documented keys, and no hash comes twice (a single run's symbolizer has no reason to repeat).
+std::map<uint64_t, Stack> dump_stacks(const std::string& stacks_file) {
+    RunResult r = run({memtrack_bin(), "dump", "--stacks", stacks_file});
+    if (r.timed_out || r.status != 0)
+        throw std::runtime_error("`memtrack dump --stacks " + stacks_file + "`: " + r.describe());
+    std::map<uint64_t, Stack> stacks;
+    size_t line_no = 0;
+    for (const std::string& line : lines_of(r.out)) {
+        ++line_no;
+        const std::string where = "dump --stacks line " + std::to_string(line_no);
+        json::error_code ec;
+        json::value v = json::parse(line, ec);
+        if (ec || !v.is_object()) throw std::runtime_error(where + ": not a JSON object: " + line);
+        const json::object& o = v.get_object();
+        if (o.size() != 3) throw std::runtime_error(where + ": expected hash, pid, frames: " + line);
+        Stack s;
+        s.hash = need_u64(o, "hash", where);
+        s.pid = static_cast<int>(need_u64(o, "pid", where));
+        const json::value& frames = need(o, "frames", where);
+        if (!frames.is_array()) throw std::runtime_error(where + ": frames is not an array");
+        for (const json::value& fv : frames.get_array()) {
+            if (!fv.is_object() || fv.get_object().size() != 7)
+                throw std::runtime_error(where + ": a frame is not an object of 7 keys: " + line);
+            const json::object& f = fv.get_object();
+            StackFrame frame;
+            frame.ip = need_u64(f, "ip", where);
+            frame.module = need_string(f, "module", where);
+            frame.build_id = need_string(f, "build_id", where);
+            frame.function = need_string(f, "function", where);
+            frame.file = need_string(f, "file", where);
+            frame.line = need_u64(f, "line", where);
+            const json::value& inl = need(f, "inlined", where);
+            if (!inl.is_bool()) throw std::runtime_error(where + ": inlined is not a bool");
+            frame.inlined = inl.get_bool();
+            s.frames.push_back(std::move(frame));
+        }
+        if (!stacks.emplace(s.hash, s).second) throw std::runtime_error(where + ": hash " + hex(s.hash) + " again");
+    }
+    return stacks;
+}
+
+// `memtrack dump --resolve ARTIFACT`: each event as plain dump has it (checked by parse_event),
+// plus its "frames".
+std::vector<Resolved> dump_resolved(const std::string& artifact) {
+    RunResult r = run({memtrack_bin(), "dump", "--resolve", artifact});
+    if (r.timed_out || r.status != 0)
+        throw std::runtime_error("`memtrack dump --resolve " + artifact + "`: " + r.describe());
+    std::vector<Resolved> out;
+    size_t line_no = 0;
+    for (const std::string& line : lines_of(r.out)) {
+        ++line_no;
+        if (line.empty()) continue;
+        const std::string where = "dump --resolve line " + std::to_string(line_no);
+        json::error_code ec;
+        json::value v = json::parse(line, ec);
+        if (ec || !v.is_object()) throw std::runtime_error(where + ": not a JSON object: " + line);
+        json::object& o = v.as_object();
+        const json::value* frames = o.if_contains("frames");
+        if (!frames || !frames->is_array()) throw std::runtime_error(where + ": no frames array: " + line);
+        Resolved res;
+        for (const json::value& fv : frames->get_array()) {
+            if (!fv.is_object() || fv.get_object().size() != 4)
+                throw std::runtime_error(where + ": a frame is not an object of 4 keys: " + line);
+            const json::object& f = fv.get_object();
+            res.frames.push_back({need_string(f, "function", where), need_string(f, "module", where),
+                                  need_string(f, "file", where), need_u64(f, "line", where)});
+        }
+        o.erase("frames");
+        res.event = parse_event(json::serialize(o), line_no);
+        out.push_back(std::move(res));
+    }
+    return out;
+}
+
+std::string show(const std::vector<ResolvedFrame>& frames) {
+    std::string s;
+    for (const auto& f : frames)
+        s += "\n    " + (f.function.empty() ? std::string("?") : f.function) + " [" + base_name(f.module) + "] " +
+             base_name(f.file) + ":" + std::to_string(f.line);
+    return s.empty() ? std::string(" (no frames)") : s;
+}
+
+std::string show(const std::vector<StackFrame>& frames) {
+    std::string s;
+    for (const auto& f : frames)
+        s += "\n    " + hex(f.ip) + " " + (f.function.empty() ? std::string("?") : f.function) +
+             (f.inlined ? " (inlined)" : "") + " [" + f.module + "] " + base_name(f.file) + ":" +
+             std::to_string(f.line);
+    return s.empty() ? std::string(" (no frames)") : s;
+}
+
+std::vector<Resolved> with_size(const std::vector<Resolved>& events, uint64_t size) {
+    std::vector<Resolved> out;
+    for (const auto& r : events)
+        if (r.event.size && *r.event.size == size && is_allocation(r.event)) out.push_back(r);
+    return out;
+}
+
+// ---- the fixtures' sources ----
+
+std::string fixture_source(const std::string& name) {
+    const char* env = std::getenv("FIXTURE_SRC_DIR");
+    std::string dir = env ? env : "";
+    if (dir.empty()) {
+        // Run by hand without meson's environment: build/tests/progs -> tests/progs.
+        const char* fd = std::getenv("FIXTURE_DIR");
+        if (fd && *fd) dir = (fs::path(fd).parent_path().parent_path().parent_path() / "tests/progs").string();
+    }
+    const std::string path = dir + "/" + name;
+    if (dir.empty() || !fs::exists(path))
+        throw std::runtime_error("fixture source " + name + " not found (" + path +
+                                 "): set FIXTURE_SRC_DIR to tests/progs");
+    return path;
+}
+
+// The line of `source` holding STACK_MARK(marker); it must hold exactly one.
+uint64_t marked_line(const std::string& source, const std::string& marker) {
+    const std::string text = read_file(fixture_source(source));
+    const std::string tag = "STACK_MARK(" + marker + ")";
+    uint64_t found = 0, line_no = 0;
+    for (const std::string& line : lines_of(text)) {
+        ++line_no;
+        if (line.find(tag) != std::string::npos) {
+            if (found) throw std::runtime_error(source + ": " + tag + " twice");
+            found = line_no;
+        }
+    }
+    if (!found) throw std::runtime_error(source + ": no " + tag);
+    return found;
+}
+
+// ---- stats ----
+
+json::object stats_object(const Tracked& t) {
+    return json::parse(t.result.stats.raw).as_object();
+}
+
+uint64_t stat_u64(const json::object& s, const char* key) { return need_u64(s, key, "--stats"); }
+
+double stat_double(const json::object& s, const char* key) {
+    const json::value& v = need(s, key, "--stats");
+    if (!v.is_number()) throw std::runtime_error(std::string("--stats: ") + key + " is not a number");
+    return v.to_number<double>();
+}
+
+std::string stack_stats(const json::object& s) {
+    std::string out;
+    for (const char* key : {"allocation_events", "stacks_captured", "stacks_sent", "stacks_unique", "stack_errors",
+                            "stacks_dropped", "snapshot_stops", "stack_ring_bytes", "ring_bytes_per_event"})
+        if (const json::value* v = s.if_contains(key)) out += std::string(" ") + key + "=" + json::serialize(*v);
+    return out;
+}
+
+// Capture and delivery lost nothing.
+void check_stack_stats(const Tracked& t) {
+    const json::object s = stats_object(t);
+    MESSAGE("stack stats:", stack_stats(s));
+    CHECK(stat_u64(s, "stack_errors") == 0);
+    CHECK(stat_u64(s, "stacks_dropped") == 0);
+    CHECK(stat_u64(s, "stacks_unique") == stat_u64(s, "stacks_sent"));
+}
+
+bool ends_with(const std::string& s, const std::string& tail) { return s.ends_with(tail); }
+
+// Where each frame may be: every named function inside an executable mapping of its module.
+struct Mapping {
+    uint64_t start = 0, end = 0;
+    bool executable = false;
+    std::string path;
+};
+
+std::vector<Mapping> parse_maps(const std::string& text) {
+    std::vector<Mapping> maps;
+    for (const std::string& line : lines_of(text)) {
+        std::istringstream in(line);
+        std::string range, perms, offset, dev, inode, path;
+        in >> range >> perms >> offset >> dev >> inode;
+        std::getline(in >> std::ws, path);
+        auto dash = range.find('-');
+        if (dash == std::string::npos || perms.size() < 4) continue;
+        Mapping m;
+        m.start = std::stoull(range.substr(0, dash), nullptr, 16);
+        m.end = std::stoull(range.substr(dash + 1), nullptr, 16);
+        m.executable = perms[2] == 'x';
+        m.path = path;
+        maps.push_back(m);
+    }
+    return maps;
+}
+
+const Mapping* mapping_of(const std::vector<Mapping>& maps, uint64_t addr) {
+    for (const auto& m : maps)
+        if (addr >= m.start && addr < m.end) return &m;
+    return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("stacks: a call chain resolves to gamma, beta, alpha, main, each at its call's line") {
+    ROOT_SUITE_GUARD();
+    const unsigned n = 5;
+    TempDir dir;
+    Tracked t = track_and_dump(dir, {fixture("stack_chain"), std::to_string(n)});
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_common(t);
+    check_stack_stats(t);
+
+    std::set<uint64_t> sizes;
+    std::map<uint64_t, std::string> expected;
+    for (unsigned i = 0; i < n; i++) {
+        sizes.insert(STK_CHAIN_FIRST + i * STK_CHAIN_STEP);
+        expected[STK_CHAIN_FIRST + i * STK_CHAIN_STEP] = "Malloc x1";
+    }
+    CHECK(show(tally_by_size(t.events, sizes)) == show(expected));
+
+    const std::string src = "stack_chain.c";
+    const std::vector<std::pair<std::string, uint64_t>> want = {
+        {"gamma", marked_line(src, "gamma-malloc")},
+        {"beta", marked_line(src, "beta-calls-gamma")},
+        {"alpha", marked_line(src, "alpha-calls-beta")},
+        {"main", marked_line(src, "main-calls-alpha")},
+    };
+
+    const std::vector<Resolved> resolved = dump_resolved(t.result.artifact);
+    std::set<uint64_t> hashes;
+    size_t checked = 0;
+    for (uint64_t size : sizes) {
+        for (const Resolved& r : with_size(resolved, size)) {
+            ++checked;
+            CAPTURE(r.event.describe());
+            REQUIRE_MESSAGE(r.event.stack_hash.has_value(), "no stack_hash");
+            hashes.insert(*r.event.stack_hash);
+            REQUIRE_MESSAGE(r.frames.size() >= 4, "frames:", show(r.frames));
+            for (size_t i = 0; i < want.size(); i++) {
+                const ResolvedFrame& f = r.frames[i];
+                CHECK_MESSAGE(f.function == want[i].first, "frame ", i, ":", show(r.frames));
+                CHECK_MESSAGE(ends_with(f.module, "/stack_chain"), "frame ", i, ":", show(r.frames));
+                CHECK_MESSAGE(ends_with(f.file, "/" + src), "frame ", i, ":", show(r.frames));
+                CHECK_MESSAGE(f.line == want[i].second, "frame ", i, ": want line ", want[i].second, ":",
+                              show(r.frames));
+            }
+        }
+    }
+    CHECK(checked == n);
+    // One call site, so one stack for all n calls.
+    CHECK(hashes.size() == 1);
+
+    // The same stack in the stacks file: addresses, build-id, nothing inlined.
+    const auto stacks = dump_stacks(stacks_file_of(t.result.artifact));
+    for (uint64_t h : hashes) {
+        auto it = stacks.find(h);
+        REQUIRE_MESSAGE(it != stacks.end(), "stack ", hex(h), " is not in the stacks file");
+        const Stack& s = it->second;
+        CHECK(s.pid == t.result.root_pid);
+        REQUIRE_MESSAGE(s.frames.size() >= 4, show(s.frames));
+        for (size_t i = 0; i < 4; i++) {
+            CHECK_MESSAGE(s.frames[i].function == want[i].first, show(s.frames));
+            CHECK_MESSAGE(!s.frames[i].inlined, show(s.frames));
+            CHECK_MESSAGE(s.frames[i].ip != 0, show(s.frames));
+            CHECK_MESSAGE(s.frames[i].build_id.size() >= 16, show(s.frames));
+        }
+    }
+}
+
+TEST_CASE("stacks: an allocation in a shared library names its function and the .so") {
+    ROOT_SUITE_GUARD();
+    const unsigned n = 3;
+    TempDir dir;
+    Tracked t = track_and_dump(dir, {fixture("stack_shlib"), std::to_string(n)});
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_common(t);
+    check_stack_stats(t);
+    CHECK(show(tally_by_size(t.events, {STK_SHLIB_SIZE})) == show(std::map<uint64_t, std::string>{
+                                                                  {STK_SHLIB_SIZE, "Malloc x" + std::to_string(n)}}));
+
+    const uint64_t leaf_line = marked_line("stack_lib.c", "stacklib-leaf-malloc");
+    const uint64_t alloc_line = marked_line("stack_lib.c", "stacklib-alloc-calls-leaf");
+    const uint64_t main_line = marked_line("stack_shlib.c", "main-calls-stacklib");
+    const std::vector<Resolved> resolved = with_size(dump_resolved(t.result.artifact), STK_SHLIB_SIZE);
+    CHECK(resolved.size() == n);
+    for (const Resolved& r : resolved) {
+        CAPTURE(r.event.describe());
+        CHECK(r.event.stack_hash.has_value());
+        REQUIRE_MESSAGE(r.frames.size() >= 3, show(r.frames));
+        CHECK_MESSAGE(r.frames[0].function == "stacklib_leaf", show(r.frames));
+        CHECK_MESSAGE(ends_with(r.frames[0].module, "/libstacklib.so"), show(r.frames));
+        CHECK_MESSAGE(ends_with(r.frames[0].file, "/stack_lib.c"), show(r.frames));
+        CHECK_MESSAGE(r.frames[0].line == leaf_line, show(r.frames));
+        CHECK_MESSAGE(r.frames[1].function == "stacklib_alloc", show(r.frames));
+        CHECK_MESSAGE(ends_with(r.frames[1].module, "/libstacklib.so"), show(r.frames));
+        CHECK_MESSAGE(r.frames[1].line == alloc_line, show(r.frames));
+        CHECK_MESSAGE(r.frames[2].function == "main", show(r.frames));
+        CHECK_MESSAGE(ends_with(r.frames[2].module, "/stack_shlib"), show(r.frames));
+        CHECK_MESSAGE(ends_with(r.frames[2].file, "/stack_shlib.c"), show(r.frames));
+        CHECK_MESSAGE(r.frames[2].line == main_line, show(r.frames));
+    }
+}
+
+TEST_CASE("stacks: C++ frames are demangled, and a call inside inlined code gets the inlined frame") {
+    ROOT_SUITE_GUARD();
+    const unsigned n = 3;
+    TempDir dir;
+    Tracked t = track_and_dump(dir, {fixture("stack_cxx"), std::to_string(n)});
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_common(t);
+    check_stack_stats(t);
+    const std::string malloc_n = "Malloc x" + std::to_string(n);
+    CHECK(show(tally_by_size(t.events, {STK_CXX_WIDGET, STK_CXX_GADGET})) ==
+          show(std::map<uint64_t, std::string>{{STK_CXX_WIDGET, malloc_n}, {STK_CXX_GADGET, malloc_n}}));
+
+    const std::string src = "stack_cxx.cpp";
+    const auto stacks = dump_stacks(stacks_file_of(t.result.artifact));
+    auto stack_of = [&](const Event& e) -> const Stack& {
+        REQUIRE_MESSAGE(e.stack_hash.has_value(), "no stack_hash: ", e.describe());
+        auto it = stacks.find(*e.stack_hash);
+        REQUIRE_MESSAGE(it != stacks.end(), "stack of ", e.describe(), " is not in the stacks file");
+        return it->second;
+    };
+
+    SUBCASE("a static member function in a namespace") {
+        const std::vector<Event> made = with_size(t.events, STK_CXX_WIDGET);
+        CHECK(made.size() == n);
+        for (const Event& e : made) {
+            const Stack& s = stack_of(e);
+            REQUIRE_MESSAGE(s.frames.size() >= 2, show(s.frames));
+            CHECK_MESSAGE(s.frames[0].function == "stk::Widget::make(int)", show(s.frames));
+            CHECK_MESSAGE(!s.frames[0].inlined, show(s.frames));
+            CHECK_MESSAGE(ends_with(s.frames[0].file, "/" + src), show(s.frames));
+            CHECK_MESSAGE(s.frames[0].line == marked_line(src, "widget-make-new"), show(s.frames));
+            CHECK_MESSAGE(s.frames[1].function == "main", show(s.frames));
+            CHECK_MESSAGE(s.frames[1].line == marked_line(src, "main-calls-make"), show(s.frames));
+        }
+    }
+    SUBCASE("the inlined helper, then the function it was inlined into, at one address") {
+        const std::vector<Event> made = with_size(t.events, STK_CXX_GADGET);
+        CHECK(made.size() == n);
+        for (const Event& e : made) {
+            const Stack& s = stack_of(e);
+            REQUIRE_MESSAGE(s.frames.size() >= 3, show(s.frames));
+            const StackFrame& helper = s.frames[0];
+            const StackFrame& outer = s.frames[1];
+            CHECK_MESSAGE(helper.inlined, show(s.frames));
+            CHECK_MESSAGE(helper.function == "stk::inlined_helper(int)", show(s.frames));
+            CHECK_MESSAGE(ends_with(helper.file, "/" + src), show(s.frames));
+            CHECK_MESSAGE(helper.line == marked_line(src, "inlined-helper-new"), show(s.frames));
+            CHECK_MESSAGE(!outer.inlined, show(s.frames));
+            CHECK_MESSAGE(outer.function == "stk::outer(int)", show(s.frames));
+            CHECK_MESSAGE(outer.ip == helper.ip, show(s.frames));
+            CHECK_MESSAGE(outer.line == marked_line(src, "outer-calls-helper"), show(s.frames));
+            CHECK_MESSAGE(s.frames[2].function == "main", show(s.frames));
+            CHECK_MESSAGE(!s.frames[2].inlined, show(s.frames));
+            CHECK_MESSAGE(s.frames[2].line == marked_line(src, "main-calls-outer"), show(s.frames));
+        }
+        // --resolve lists the same frames, the inlined one first.
+        for (const Resolved& r : with_size(dump_resolved(t.result.artifact), STK_CXX_GADGET)) {
+            REQUIRE_MESSAGE(r.frames.size() >= 3, show(r.frames));
+            CHECK_MESSAGE(r.frames[0].function == "stk::inlined_helper(int)", show(r.frames));
+            CHECK_MESSAGE(r.frames[1].function == "stk::outer(int)", show(r.frames));
+            CHECK_MESSAGE(r.frames[2].function == "main", show(r.frames));
+        }
+    }
+}
+
+TEST_CASE("stacks: 20 processes that allocate once and exit at once are all symbolized") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    Tracked t = track_and_dump(dir, {fixture("stack_exit_fast")});
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_common(t);
+    check_stack_stats(t);
+
+    std::set<uint64_t> sizes;
+    std::map<uint64_t, std::string> expected;
+    for (unsigned i = 0; i < STK_EXIT_CHILDREN; i++) {
+        sizes.insert(STK_EXIT_FIRST + i);
+        expected[STK_EXIT_FIRST + i] = "Malloc x1";
+    }
+    CHECK(show(tally_by_size(t.events, sizes)) == show(expected));
+
+    const std::string src = "stack_exit_fast.c";
+    const std::vector<std::pair<std::string, uint64_t>> want = {
+        {"exit_child_alloc", marked_line(src, "exit-child-malloc")},
+        {"exit_child", marked_line(src, "exit-child-calls-alloc")},
+        {"main", marked_line(src, "main-calls-exit-child")},
+    };
+    const std::vector<Resolved> resolved = dump_resolved(t.result.artifact);
+    std::set<int> pids;
+    size_t symbolized = 0;
+    for (uint64_t size : sizes) {
+        for (const Resolved& r : with_size(resolved, size)) {
+            CAPTURE(r.event.describe());
+            pids.insert(r.event.pid);
+            CHECK_MESSAGE(r.event.stack_hash.has_value(), "no stack_hash");
+            CHECK_MESSAGE(r.frames.size() >= want.size(), show(r.frames));
+            bool ok = r.frames.size() >= want.size();
+            for (size_t i = 0; ok && i < want.size(); i++) {
+                const ResolvedFrame& f = r.frames[i];
+                ok = f.function == want[i].first && ends_with(f.module, "/stack_exit_fast") && f.line == want[i].second;
+            }
+            CHECK_MESSAGE(ok, "not symbolized as exit_child_alloc <- exit_child <- main:", show(r.frames));
+            symbolized += ok;
+        }
+    }
+    CHECK(symbolized == STK_EXIT_CHILDREN);
+    CHECK(pids.size() == STK_EXIT_CHILDREN);
+    CHECK(pids.count(t.result.root_pid) == 0);
+}
+
+TEST_CASE("stacks: a stripped binary gives hashes and modules, no names, and no trouble") {
+    ROOT_SUITE_GUARD();
+    const unsigned n = 3;
+    TempDir dir;
+    Tracked t = track_and_dump(dir, {fixture("stack_stripped"), std::to_string(n)});
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_common(t);
+    check_stack_stats(t);
+    CHECK(show(tally_by_size(t.events, {STK_STRIP_SIZE})) == show(std::map<uint64_t, std::string>{
+                                                                  {STK_STRIP_SIZE, "Malloc x" + std::to_string(n)}}));
+
+    // Stripped: no symbol table, no DWARF. A name would have to be one of these (had memtrack
+    // found the unstripped file somewhere), anything else is made up.
+    const std::set<std::string> real = {"", "strip_inner", "strip_outer", "main"};
+    const auto stacks = dump_stacks(stacks_file_of(t.result.artifact));
+    std::set<uint64_t> hashes;
+    for (const Event& e : with_size(t.events, STK_STRIP_SIZE)) {
+        CAPTURE(e.describe());
+        REQUIRE_MESSAGE(e.stack_hash.has_value(), "no stack_hash");
+        hashes.insert(*e.stack_hash);
+        auto it = stacks.find(*e.stack_hash);
+        REQUIRE_MESSAGE(it != stacks.end(), "stack not in the stacks file");
+        const auto& frames = it->second.frames;
+        // Frame pointers are intact: strip_inner, strip_outer, main, all in the stripped file.
+        REQUIRE_MESSAGE(frames.size() >= 3, show(frames));
+        for (size_t i = 0; i < 3; i++) {
+            CHECK_MESSAGE(ends_with(frames[i].module, "/stack_stripped"), show(frames));
+            CHECK_MESSAGE(frames[i].ip != 0, show(frames));
+        }
+        for (const StackFrame& f : frames) {
+            if (!ends_with(f.module, "/stack_stripped")) continue;
+            CHECK_MESSAGE(real.count(f.function) == 1, "made-up name \"", f.function, "\":", show(frames));
+            CHECK_MESSAGE(f.file.empty(), show(frames));
+            CHECK_MESSAGE(f.line == 0, show(frames));
+            CHECK_MESSAGE(!f.inlined, show(frames));
+        }
+    }
+    CHECK(hashes.size() == 1);
+    // --resolve copes too.
+    const auto resolved = with_size(dump_resolved(t.result.artifact), STK_STRIP_SIZE);
+    CHECK(resolved.size() == n);
+    for (const Resolved& r : resolved) CHECK_MESSAGE(!r.frames.empty(), r.event.describe());
+}
+
+TEST_CASE("stacks: without frame pointers frame 0 is right and nothing after it is made up") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    const std::string maps_file = dir / "maps.txt";
+    Tracked t = track_and_dump(dir, {fixture("stack_nofp"), maps_file});
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_common(t);
+    check_stack_stats(t);
+    const std::set<uint64_t> sizes = {STK_NOFP_CHAIN, STK_NOFP_LOWADDR, STK_NOFP_DATA, STK_NOFP_BADRBP};
+    std::map<uint64_t, std::string> expected;
+    for (uint64_t s : sizes) expected[s] = "Malloc x1";
+    CHECK(show(tally_by_size(t.events, sizes)) == show(expected));
+
+    const std::vector<Mapping> maps = parse_maps(read_file(maps_file));
+    REQUIRE(!maps.empty());
+    const auto stacks = dump_stacks(stacks_file_of(t.result.artifact));
+
+    for (uint64_t size : sizes) {
+        for (const Event& e : with_size(t.events, size)) {
+            CAPTURE(e.describe());
+            REQUIRE_MESSAGE(e.stack_hash.has_value(), "no stack_hash");
+            auto it = stacks.find(*e.stack_hash);
+            REQUIRE_MESSAGE(it != stacks.end(), "stack not in the stacks file");
+            const auto& frames = it->second.frames;
+            REQUIRE_MESSAGE(!frames.empty(), "no frames");
+
+            // Frame 0 comes from the registers: always there, always right.
+            const StackFrame& f0 = frames[0];
+            CHECK_MESSAGE(ends_with(f0.module, "/stack_nofp"), show(frames));
+            if (size == STK_NOFP_CHAIN) {
+                CHECK_MESSAGE(f0.function == "nofp_leaf", show(frames));
+                CHECK_MESSAGE(ends_with(f0.file, "/stack_nofp.c"), show(frames));
+                CHECK_MESSAGE(f0.line == marked_line("stack_nofp.c", "nofp-leaf-malloc"), show(frames));
+            } else {
+                CHECK_MESSAGE(f0.function == "nofp_call_malloc_with_rbp", show(frames));
+            }
+
+            // Past it: an address no mapping covers has no module; a module is only named for an
+            // address it maps, and a function only inside its executable code.
+            for (const StackFrame& f : frames) {
+                const std::string ip = hex(f.ip);
+                CAPTURE(ip);
+                const Mapping* m = f.ip ? mapping_of(maps, f.ip - 1) : nullptr;
+                const bool file_mapping = m && (m->path.starts_with("/") || m->path == "[vdso]");
+                if (!file_mapping) {
+                    CHECK_MESSAGE(f.module.empty(), show(frames));
+                    CHECK_MESSAGE(f.function.empty(), show(frames));
+                    CHECK_MESSAGE(f.file.empty(), show(frames));
+                    continue;
+                }
+                CHECK_MESSAGE(f.module == m->path, show(frames));
+                if (!m->executable) {
+                    CHECK_MESSAGE(f.function.empty(), "a name for an address in data:", show(frames));
+                    CHECK_MESSAGE(f.file.empty(), show(frames));
+                }
+            }
+
+            // The crafted frames: what rbp pointed at is exactly what comes next, then nothing.
+            if (size == STK_NOFP_LOWADDR) {
+                CHECK_MESSAGE(frames.size() == 2, show(frames));
+                if (frames.size() >= 2) CHECK_MESSAGE(frames[1].ip == 0x10, show(frames));
+            } else if (size == STK_NOFP_DATA) {
+                CHECK_MESSAGE(frames.size() == 2, show(frames));
+                if (frames.size() >= 2) {
+                    const Mapping* m = mapping_of(maps, frames[1].ip);
+                    CHECK_MESSAGE((m && !m->executable && ends_with(m->path, "/stack_nofp")), show(frames));
+                }
+            } else if (size == STK_NOFP_BADRBP) {
+                CHECK_MESSAGE(frames.size() == 1, show(frames));
+            }
+        }
+    }
+}
+
+TEST_CASE("stacks: 100,000 allocations from 10 call sites send about 10 stacks") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    Tracked t = track_and_dump(dir, {fixture("stack_sites")});
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_common(t);
+    check_stack_stats(t);
+
+    std::set<uint64_t> sizes;
+    std::map<uint64_t, std::string> expected;
+    for (unsigned i = 0; i < STK_SITES_COUNT; i++) {
+        sizes.insert(STK_SITES_FIRST + i * STK_SITES_STEP);
+        expected[STK_SITES_FIRST + i * STK_SITES_STEP] = "Malloc x" + std::to_string(STK_SITES_CALLS);
+    }
+    CHECK(show(tally_by_size(t.events, sizes)) == show(expected));
+
+    // One stack per call site, none shared, none missing.
+    std::map<uint64_t, std::set<uint64_t>> hashes_by_size;
+    std::set<uint64_t> hashes;
+    size_t without = 0;
+    for (const Event& e : t.events) {
+        if (!e.size || !sizes.count(*e.size) || !is_allocation(e)) continue;
+        if (!e.stack_hash) {
+            ++without;
+            continue;
+        }
+        hashes_by_size[*e.size].insert(*e.stack_hash);
+        hashes.insert(*e.stack_hash);
+    }
+    CHECK(without == 0);
+    CHECK(hashes.size() == STK_SITES_COUNT);
+    for (const auto& [size, hs] : hashes_by_size) CHECK_MESSAGE(hs.size() == 1, "size ", size);
+
+    const json::object s = stats_object(t);
+    const uint64_t sent = stat_u64(s, "stacks_sent");
+    const double per_event = stat_double(s, "ring_bytes_per_event");
+    MESSAGE("stacks_sent ", sent, ", ring_bytes_per_event ", per_event);
+    CHECK(sent >= STK_SITES_COUNT);
+    CHECK(sent <= 2 * STK_SITES_COUNT);
+    CHECK(per_event <= 64.0);
+    CHECK(stat_u64(s, "allocation_events") >= STK_SITES_COUNT * STK_SITES_CALLS);
+    CHECK(stat_u64(s, "stacks_captured") >= STK_SITES_COUNT * STK_SITES_CALLS);
+
+    // And each of those stacks names its site.
+    const auto stacks = dump_stacks(stacks_file_of(t.result.artifact));
+    for (const auto& [size, hs] : hashes_by_size) {
+        const std::string site = "site_" + std::to_string((size - STK_SITES_FIRST) / STK_SITES_STEP);
+        for (uint64_t h : hs) {
+            auto it = stacks.find(h);
+            REQUIRE_MESSAGE(it != stacks.end(), "stack of size ", size, " not in the stacks file");
+            const auto& frames = it->second.frames;
+            REQUIRE_MESSAGE(frames.size() >= 2, show(frames));
+            CHECK_MESSAGE(frames[0].function == site, show(frames));
+            CHECK_MESSAGE(frames[1].function == "main", show(frames));
+        }
+    }
+}
