@@ -6,11 +6,9 @@
 // the line.
 #include <doctest/doctest.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -428,7 +426,8 @@ TEST_CASE("stacks: C++ frames are demangled, and a call inside inlined code gets
         return it->second;
     };
 
-    SUBCASE("a static member function in a namespace") {
+    // A static member function in a namespace, named in full.
+    {
         const std::vector<Event> made = with_size(t.events, STK_CXX_WIDGET);
         CHECK(made.size() == n);
         for (const Event& e : made) {
@@ -442,7 +441,8 @@ TEST_CASE("stacks: C++ frames are demangled, and a call inside inlined code gets
             CHECK_MESSAGE(s.frames[1].line == marked_line(src, "main-calls-make"), show(s.frames));
         }
     }
-    SUBCASE("the inlined helper, then the function it was inlined into, at one address") {
+    // The inlined helper, then the function it was inlined into, both at one address.
+    {
         const std::vector<Event> made = with_size(t.events, STK_CXX_GADGET);
         CHECK(made.size() == n);
         for (const Event& e : made) {
@@ -463,7 +463,9 @@ TEST_CASE("stacks: C++ frames are demangled, and a call inside inlined code gets
             CHECK_MESSAGE(s.frames[2].line == marked_line(src, "main-calls-outer"), show(s.frames));
         }
         // --resolve lists the same frames, the inlined one first.
-        for (const Resolved& r : with_size(dump_resolved(t.result.artifact), STK_CXX_GADGET)) {
+        const auto resolved = with_size(dump_resolved(t.result.artifact), STK_CXX_GADGET);
+        CHECK(resolved.size() == n);
+        for (const Resolved& r : resolved) {
             REQUIRE_MESSAGE(r.frames.size() >= 3, show(r.frames));
             CHECK_MESSAGE(r.frames[0].function == "stk::inlined_helper(int)", show(r.frames));
             CHECK_MESSAGE(r.frames[1].function == "stk::outer(int)", show(r.frames));
@@ -472,10 +474,9 @@ TEST_CASE("stacks: C++ frames are demangled, and a call inside inlined code gets
     }
 }
 
-TEST_CASE("stacks: 20 processes that allocate once and exit at once are all symbolized") {
-    ROOT_SUITE_GUARD();
-    TempDir dir;
-    Tracked t = track_and_dump(dir, {fixture("stack_exit_fast")});
+// stack_exit_fast's 20 children: one Malloc each, each from its own process, and each stack
+// symbolized although its process was gone a few microseconds after the allocation.
+static void check_exit_fast(const Tracked& t) {
     CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
     check_common(t);
     check_stack_stats(t);
@@ -502,7 +503,6 @@ TEST_CASE("stacks: 20 processes that allocate once and exit at once are all symb
             CAPTURE(r.event.describe());
             pids.insert(r.event.pid);
             CHECK_MESSAGE(r.event.stack_hash.has_value(), "no stack_hash");
-            CHECK_MESSAGE(r.frames.size() >= want.size(), show(r.frames));
             bool ok = r.frames.size() >= want.size();
             for (size_t i = 0; ok && i < want.size(); i++) {
                 const ResolvedFrame& f = r.frames[i];
@@ -515,6 +515,31 @@ TEST_CASE("stacks: 20 processes that allocate once and exit at once are all symb
     CHECK(symbolized == STK_EXIT_CHILDREN);
     CHECK(pids.size() == STK_EXIT_CHILDREN);
     CHECK(pids.count(t.result.root_pid) == 0);
+}
+
+TEST_CASE("stacks: 20 processes that allocate once and exit at once are all symbolized") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    check_exit_fast(track_and_dump(dir, {fixture("stack_exit_fast")}));
+}
+
+// KNOWN BUG (may_fail until fixed): the pause that holds a process at its first stack until its
+// mappings are read (snapshot_stopped) and the pause for ring pressure (pressure_stopped) are
+// the same SIGSTOP, and each side sends its SIGCONT without looking at the other's map. When
+// PressureControl resumes the ring's producers it also releases processes still waiting for the
+// Symbolizer, which then exit before /proc/PID/maps is read: their stacks come out with no
+// module and no function ("mappings of PID: open /proc/PID/maps: No such file or directory"
+// with -v). A tiny events ring with a low stop fill makes every child hit both pauses.
+TEST_CASE("stacks: ring pressure does not release a process paused for its first stack" * doctest::may_fail()) {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    TrackResult r = track(dir, {fixture("stack_exit_fast")},
+                          {"--ring-size", "4096", "--stop-fill", "0.02", "--resume-fill", "0.01"});
+    const json::object s = json::parse(r.stats.raw).as_object();
+    const uint64_t pressure = s.contains("pressure_stops") ? stat_u64(s, "pressure_stops") : 0;
+    MESSAGE("pressure_stops ", pressure);
+    Tracked t{r, dump(r.artifact)};
+    check_exit_fast(t);
 }
 
 TEST_CASE("stacks: a stripped binary gives hashes and modules, no names, and no trouble") {

@@ -1,0 +1,669 @@
+// Back-pressure: BPF pauses (SIGSTOP) a process that writes into a nearly full ring, and memtrack
+// resumes (SIGCONT) every process it paused once the consumer has caught up, when it shuts down,
+// or, through memtrack-guard, when it dies. Driven by bench/flood.c (FLOOD_BIN): `flood K N` forks
+// K writers, writer k making N malloc+free pairs of size 1000 + k.
+//
+// Small rings and a slowed consumer (--consumer-delay-us) make the pauses happen in a fraction of
+// a second. Cases that signal memtrack run it in the background (Background below), as a
+// child subreaper, so the processes memtrack leaves behind come back to the test to be reaped
+// (PID 1 of a container may never reap them) and nothing outlives the test case.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/json.hpp>
+
+#include "Events.hpp"
+
+extern char** environ;
+
+using namespace memtrack::roottest;
+using namespace std::chrono_literals;
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr uint64_t kFloodBaseSize = 1000;  // writer k allocates kFloodBaseSize + k
+
+std::string flood_bin() {
+    const char* v = std::getenv("FLOOD_BIN");
+    if (!v || !*v) throw std::runtime_error("FLOOD_BIN is not set (run the suite through `meson test --suite root`)");
+    if (::access(v, X_OK) != 0) throw std::runtime_error(std::string("flood ") + v + ": " + std::strerror(errno));
+    return v;
+}
+
+// ---- the --stats file, pressure part ----
+
+struct PressureStats {
+    uint64_t records = 0;
+    uint64_t dropped = 0;
+    uint64_t stops = 0;
+    uint64_t resumes = 0;
+    uint64_t stopped_at_exit = 0;
+    uint64_t stop_to_resume_count = 0;
+    std::map<int, uint64_t> resumes_by_pid;
+    std::string raw;
+};
+
+uint64_t u64_at(const json::object& o, const char* key) {
+    const json::value* v = o.if_contains(key);
+    if (!v) throw std::runtime_error(std::string("--stats: missing \"") + key + "\"");
+    if (v->is_uint64()) return v->get_uint64();
+    if (v->is_int64() && v->get_int64() >= 0) return uint64_t(v->get_int64());
+    throw std::runtime_error(std::string("--stats: \"") + key + "\" is not a count: " + json::serialize(*v));
+}
+
+PressureStats pressure_stats(const std::string& text) {
+    json::error_code ec;
+    json::value v = json::parse(text, ec);
+    if (ec || !v.is_object()) throw std::runtime_error("--stats file is not a JSON object: " + text);
+    const auto& o = v.get_object();
+    PressureStats s;
+    s.raw = text;
+    s.records = u64_at(o, "records");
+    s.dropped = u64_at(o, "dropped");
+    s.stops = u64_at(o, "pressure_stops");
+    s.resumes = u64_at(o, "pressure_resumes");
+    s.stopped_at_exit = u64_at(o, "stopped_at_exit");
+    const json::value* hist = o.if_contains("stop_to_resume_ms");
+    if (!hist || !hist->is_object()) throw std::runtime_error("--stats: \"stop_to_resume_ms\" missing: " + text);
+    s.stop_to_resume_count = u64_at(hist->get_object(), "count");
+    const json::value* by_pid = o.if_contains("pressure_resumes_by_pid");
+    if (!by_pid || !by_pid->is_object())
+        throw std::runtime_error("--stats: \"pressure_resumes_by_pid\" missing or not an object: " + text);
+    for (const auto& kv : by_pid->get_object()) {
+        const std::string key(kv.key());
+        if (key.empty() || !std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; }))
+            throw std::runtime_error("--stats: pressure_resumes_by_pid key is not a pid: " + key);
+        s.resumes_by_pid[std::stoi(key)] = u64_at(by_pid->get_object(), key.c_str());
+    }
+    return s;
+}
+
+std::string show_by_pid(const std::map<int, uint64_t>& m) {
+    std::string s;
+    for (const auto& [pid, n] : m) s += (s.empty() ? "" : ", ") + std::to_string(pid) + ": " + std::to_string(n);
+    return "{" + s + "}";
+}
+
+// What every run that paused its writers and ended with memtrack's own shutdown must show.
+void check_pauses_balanced(const PressureStats& s) {
+    INFO("stats: ", s.raw);
+    CHECK(s.dropped == 0);
+    CHECK_MESSAGE(s.stops > 0, "the slowed consumer never paused a writer: the test did not test anything");
+    CHECK(s.resumes == s.stops);
+    CHECK(s.stop_to_resume_count == s.resumes);
+    CHECK(s.stopped_at_exit == 0);
+}
+
+// ---- /proc ----
+
+struct Proc {
+    int pid = 0;
+    char state = '?';
+    int ppid = 0;
+    int pgrp = 0;
+    std::string comm;
+    std::string describe() const {
+        return std::to_string(pid) + " (" + comm + ") state " + state + " ppid " + std::to_string(ppid) + " pgrp " +
+               std::to_string(pgrp);
+    }
+};
+
+std::optional<Proc> read_proc(int pid) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(f, line)) return std::nullopt;
+    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+    const auto open = line.find('(');
+    const auto close = line.rfind(')');
+    if (open == std::string::npos || close == std::string::npos || close < open) return std::nullopt;
+    Proc p;
+    p.pid = pid;
+    p.comm = line.substr(open + 1, close - open - 1);
+    std::istringstream rest(line.substr(close + 1));
+    rest >> p.state >> p.ppid >> p.pgrp;
+    if (!rest) return std::nullopt;
+    return p;
+}
+
+std::vector<Proc> processes(const std::function<bool(const Proc&)>& pred) {
+    std::vector<Proc> out;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+        const std::string name = entry.path().filename().string();
+        if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; }))
+            continue;
+        if (auto p = read_proc(std::stoi(name)); p && pred(*p)) out.push_back(*p);
+    }
+    return out;
+}
+
+std::vector<Proc> group(int pgid) {
+    return processes([pgid](const Proc& p) { return p.pgrp == pgid; });
+}
+
+std::vector<Proc> stopped(const std::vector<Proc>& procs) {
+    std::vector<Proc> out;
+    for (const auto& p : procs)
+        if (p.state == 'T') out.push_back(p);
+    return out;
+}
+
+std::vector<Proc> stopped_among(const std::set<int>& pids) {
+    std::vector<Proc> out;
+    for (int pid : pids)
+        if (auto p = read_proc(pid); p && p.value().state == 'T') out.push_back(*p);
+    return out;
+}
+
+std::string describe(const std::vector<Proc>& procs) {
+    std::string s;
+    for (const auto& p : procs) s += "\n    " + p.describe();
+    return s.empty() ? std::string("none") : s;
+}
+
+// Polls `done` every 5 ms until it holds or `timeout` passes; returns whether it held.
+bool poll_until(std::chrono::milliseconds timeout, const std::function<bool()>& done) {
+    const auto deadline = Clock::now() + timeout;
+    for (;;) {
+        if (done()) return true;
+        if (Clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(5ms);
+    }
+}
+
+std::string read_or_empty(const std::string& path) {
+    std::ifstream in(path);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// ---- memtrack in the background ----
+
+// While alive, the test process is a child subreaper: orphans of its descendants become its
+// children instead of PID 1's.
+class Subreaper {
+public:
+    Subreaper() {
+        ::prctl(PR_GET_CHILD_SUBREAPER, &previous_);
+        if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+            throw std::runtime_error(std::string("PR_SET_CHILD_SUBREAPER: ") + std::strerror(errno));
+    }
+    ~Subreaper() { ::prctl(PR_SET_CHILD_SUBREAPER, previous_); }
+    Subreaper(const Subreaper&) = delete;
+    Subreaper& operator=(const Subreaper&) = delete;
+
+private:
+    int previous_ = 0;
+};
+
+struct Exit {
+    int status = -1;        // exit code, or 128 + N for signal N
+    bool signaled = false;
+    std::string describe() const {
+        return signaled ? "killed by signal " + std::to_string(status - 128) : "exit " + std::to_string(status);
+    }
+};
+
+Exit exit_of(int wstatus) {
+    if (WIFSIGNALED(wstatus)) return {128 + WTERMSIG(wstatus), true};
+    return {WEXITSTATUS(wstatus), false};
+}
+
+// `memtrack track -o DIR/out --stats DIR/stats.json [extra...] -- command...` started in the
+// background in its own process group (its pid is the group id; every process it starts stays
+// in that group), with stdin from /dev/null, stdout and stderr to DIR/memtrack.out and .err,
+// default signal dispositions and an empty mask. Whatever happens to the test case, the
+// destructor SIGKILLs (and SIGCONTs) the whole group and reaps what comes back to the test.
+class Background {
+public:
+    Background(const TempDir& dir, const std::vector<std::string>& extra, const std::vector<std::string>& command)
+        : err_path_(dir / "memtrack.err") {
+        std::vector<std::string> argv = {memtrack_bin(), "track", "-o", dir / "out", "--stats", dir / "stats.json"};
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        argv.push_back("--");
+        argv.insert(argv.end(), command.begin(), command.end());
+        for (const auto& a : argv) cmdline_ += (cmdline_.empty() ? "" : " ") + a;
+
+        posix_spawnattr_t attr;
+        posix_spawn_file_actions_t actions;
+        posix_spawnattr_init(&attr);
+        posix_spawn_file_actions_init(&actions);
+        const std::string out_path = dir / "memtrack.out";
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        posix_spawn_file_actions_addopen(&actions, 2, err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+        sigset_t empty, defaults;
+        sigemptyset(&empty);
+        sigfillset(&defaults);
+        sigdelset(&defaults, SIGKILL);
+        sigdelset(&defaults, SIGSTOP);
+        posix_spawnattr_setsigmask(&attr, &empty);
+        posix_spawnattr_setsigdefault(&attr, &defaults);
+        posix_spawnattr_setpgroup(&attr, 0);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+        std::vector<char*> cargv;
+        for (auto& a : argv) cargv.push_back(a.data());
+        cargv.push_back(nullptr);
+        const int rc = posix_spawn(&pid_, cargv[0], &actions, &attr, cargv.data(), environ);
+        posix_spawn_file_actions_destroy(&actions);
+        posix_spawnattr_destroy(&attr);
+        if (rc != 0) throw std::runtime_error("posix_spawn " + argv[0] + ": " + std::strerror(rc));
+    }
+
+    ~Background() {
+        // Nothing of the run may outlive the test case: stopped processes die on SIGKILL too.
+        ::kill(-pid_, SIGKILL);
+        ::kill(-pid_, SIGCONT);
+        poll_until(10s, [this] {
+            collect();
+            return statuses_.count(pid_) && group(pid_).empty();
+        });
+    }
+    Background(const Background&) = delete;
+    Background& operator=(const Background&) = delete;
+
+    int pid() const { return pid_; }
+    const std::string& cmdline() const { return cmdline_; }
+    std::string stderr_text() const { return read_or_empty(err_path_); }
+
+    // memtrack's exit, once it has exited (reaped within `timeout`).
+    std::optional<Exit> wait(std::chrono::milliseconds timeout) { return wait_for(pid_, timeout); }
+    // The exit of a process of the group that is, or becomes, the test's child (memtrack, or
+    // an orphan handed to the subreaper), reaped within `timeout`.
+    std::optional<Exit> wait_for(int pid, std::chrono::milliseconds timeout) {
+        poll_until(timeout, [&] {
+            collect();
+            return statuses_.count(pid) != 0;
+        });
+        auto it = statuses_.find(pid);
+        return it == statuses_.end() ? std::nullopt : std::optional<Exit>(it->second);
+    }
+
+    // The memtrack child running the command (memtrack-guard is the other child), once it has
+    // exec'd `comm`.
+    std::optional<int> command_pid(const std::string& comm, std::chrono::milliseconds timeout) {
+        std::optional<int> found;
+        poll_until(timeout, [&] {
+            auto c = processes([&](const Proc& p) { return p.ppid == pid_ && p.comm == comm; });
+            if (!c.empty()) found = c.front().pid;
+            return found.has_value();
+        });
+        return found;
+    }
+
+    std::optional<int> guard_pid() {
+        auto c = processes([&](const Proc& p) { return p.ppid == pid_ && p.comm == "memtrack-guard"; });
+        if (c.empty()) return std::nullopt;
+        return c.front().pid;
+    }
+
+    // Every state the group's processes are in, for failure messages.
+    std::string group_text() const { return describe(group(pid_)); }
+
+private:
+    // Reaps every child of the test in memtrack's process group.
+    void collect() {
+        for (;;) {
+            int st = 0;
+            const pid_t got = ::waitpid(-pid_, &st, WNOHANG);
+            if (got > 0) {
+                statuses_[got] = exit_of(st);
+                continue;
+            }
+            if (got < 0 && errno == EINTR) continue;
+            return;
+        }
+    }
+
+    Subreaper subreaper_;  // first: in force before memtrack starts, until the group is reaped
+    pid_t pid_ = -1;
+    std::string cmdline_;
+    std::string err_path_;
+    std::map<int, Exit> statuses_;
+};
+
+// The writers of a running flood (its children), once `k` of them exist.
+std::set<int> flood_writers(int flood_pid, size_t k, std::chrono::milliseconds timeout) {
+    std::set<int> pids;
+    poll_until(timeout, [&] {
+        for (const auto& p : processes([&](const Proc& p) { return p.ppid == flood_pid && p.comm == "flood"; }))
+            pids.insert(p.pid);
+        return pids.size() >= k;
+    });
+    return pids;
+}
+
+// ---- reading back the writers ----
+
+// writer pid -> its size (1000 + k), from the artifact: the pids whose Mallocs have a writer's size.
+std::map<int, uint64_t> writers_in(const std::vector<Event>& events, unsigned k) {
+    std::map<int, uint64_t> out;
+    for (unsigned i = 0; i < k; i++)
+        for (int pid : pids_of(with_size(events, kFloodBaseSize + i))) out[pid] = kFloodBaseSize + i;
+    return out;
+}
+
+std::set<uint64_t> writer_sizes(unsigned k) {
+    std::set<uint64_t> s;
+    for (unsigned i = 0; i < k; i++) s.insert(kFloodBaseSize + i);
+    return s;
+}
+
+// A flood of k writers that ran to completion: each writer is one process (not the root) with
+// exactly n Mallocs of its own size, each freed once. Returns writer pid -> size.
+std::map<int, uint64_t> check_complete_flood(const std::vector<Event>& events, int root_pid, unsigned k, long n) {
+    const auto sizes = writer_sizes(k);
+    std::map<uint64_t, std::string> expected;
+    std::map<uint64_t, size_t> expected_frees;
+    for (uint64_t s : sizes) {
+        expected[s] = "Malloc x" + std::to_string(n);
+        expected_frees[s] = size_t(n);
+    }
+    CHECK(show(tally_by_size(events, sizes)) == show(expected));
+
+    for (uint64_t s : sizes) {
+        auto pids = pids_of(with_size(events, s));
+        CHECK_MESSAGE(pids.size() == 1, "size ", s, " from pids ", show(pids));
+        CHECK_MESSAGE(pids.count(root_pid) == 0, "size ", s, " allocated by the flood's parent");
+    }
+    auto writers = writers_in(events, k);
+    CHECK_MESSAGE(writers.size() == k, writers.size(), " writer pids in the artifact");
+
+    // Frees matched to their Malloc, per process (each writer's heap is its own).
+    Pairing p = pair_up(events, sizes);
+    CHECK_MESSAGE(p.problems.empty(), "allocation history problems:", p.problems_text());
+    CHECK_MESSAGE(p.live.empty(), "writer blocks never freed:", join(p.live));
+    CHECK(show(p.frees) == show(expected_frees));
+    return writers;
+}
+
+// The artifact of a run that memtrack ended early: each writer's events are a prefix of its
+// malloc/free sequence. Nothing in it may be missing, so every Malloc but a writer's last one
+// is freed, and no writer has more than n.
+void check_flood_prefix(const std::vector<Event>& events, const std::set<int>& writer_pids, unsigned k, long n) {
+    const auto sizes = writer_sizes(k);
+    for (const auto& [pid, size] : writers_in(events, k))
+        CHECK_MESSAGE(writer_pids.count(pid), "size ", size, " allocated by ", pid, ", not a writer of ",
+                      show(writer_pids));
+    for (int pid : writer_pids) {
+        CAPTURE(pid);
+        auto mine = of_pid(events, pid);
+        auto mallocs = select(mine, [&](const Event& e) { return e.type == "Malloc" && sizes.count(*e.size); });
+        auto sizes_seen = std::set<uint64_t>();
+        for (const auto& e : mallocs) sizes_seen.insert(*e.size);
+        CHECK_MESSAGE(sizes_seen.size() <= 1, "writer ", pid, " allocated several writer sizes");
+        CHECK(mallocs.size() <= size_t(n));
+        Pairing p = pair_up(mine, sizes);
+        CHECK_MESSAGE(p.problems.empty(), "allocation history problems:", p.problems_text());
+        CHECK_MESSAGE(p.live.size() <= 1, "writer blocks never freed (only the last may be):", join(p.live));
+        CHECK(p.total_frees() + p.live.size() == mallocs.size());
+    }
+}
+
+}  // namespace
+
+TEST_CASE("pressure: slow_consumer_pause_recovers_without_loss") {
+    ROOT_SUITE_GUARD();
+    // One writer, 100,000 records through a 64 KiB ring (about 1,170 records) read at most
+    // 1,024 records per 2 ms: the writer is paused again and again.
+    const long n = 50000;
+    TempDir dir;
+    Tracked t;
+    t.result = track(dir, {flood_bin(), "1", std::to_string(n)}, {"--ring-size", "64K", "--consumer-delay-us", "2000"});
+    t.events = dump(t.result.artifact);
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_common(t);
+
+    const PressureStats s = pressure_stats(t.result.stats.raw);
+    check_pauses_balanced(s);
+
+    auto writers = check_complete_flood(t.events, t.result.root_pid, 1, n);
+    REQUIRE(writers.size() == 1);
+    const int writer = writers.begin()->first;
+    // Only the writer allocates while the ring is full, so it is the only process paused.
+    CHECK(show_by_pid(s.resumes_by_pid) == show_by_pid(std::map<int, uint64_t>{{writer, s.stops}}));
+}
+
+TEST_CASE("pressure: slow_consumer_pause_resumes_every_writing_process") {
+    ROOT_SUITE_GUARD();
+    const unsigned k = 4;
+    const long n = 25000;
+    TempDir dir;
+    Background mt(dir, {"--ring-size", "64K", "--consumer-delay-us", "2000"}, {flood_bin(), std::to_string(k), std::to_string(n)});
+    INFO("`", mt.cmdline(), "`");
+    const auto ended = mt.wait(60s);
+    REQUIRE_MESSAGE(ended.has_value(), "memtrack still running after 60 s; its group:", mt.group_text());
+    CHECK_MESSAGE(ended->status == 0, "memtrack ", ended->describe(), "; stderr: ", mt.stderr_text());
+    CHECK_FALSE(ended->signaled);
+    // memtrack exits once the flood has reaped its writers: nothing of the run may be left, stopped
+    // or otherwise (the guard included, which memtrack reaps).
+    CHECK_MESSAGE(stopped(group(mt.pid())).empty(), "stopped after memtrack exited:", describe(stopped(group(mt.pid()))));
+    CHECK_MESSAGE(group(mt.pid()).empty(), "left behind by memtrack:", mt.group_text());
+
+    const PressureStats s = pressure_stats(read_file(dir / "stats.json"));
+    check_pauses_balanced(s);
+
+    auto names = artifact_names(dir / "out");
+    REQUIRE(names.size() == 1);
+    auto events = dump(dir / "out" + "/" + names[0]);
+    const int root_pid = std::stoi(names[0]);
+    auto writers = check_complete_flood(events, root_pid, k, n);
+
+    // Every writer was paused and resumed; nobody else was.
+    INFO("pressure_resumes_by_pid ", show_by_pid(s.resumes_by_pid));
+    uint64_t writer_resumes = 0;
+    for (const auto& [pid, size] : writers) {
+        auto it = s.resumes_by_pid.find(pid);
+        CHECK_MESSAGE(it != s.resumes_by_pid.end(), "writer ", pid, " (size ", size, ") never resumed");
+        if (it != s.resumes_by_pid.end()) {
+            CHECK_MESSAGE(it->second >= 1, "writer ", pid);
+            writer_resumes += it->second;
+        }
+    }
+    CHECK(s.resumes_by_pid.size() == writers.size());
+    CHECK(writer_resumes == s.resumes);
+}
+
+TEST_CASE("pressure: a process stopped by the user stays stopped, whatever memtrack resumes") {
+    ROOT_SUITE_GUARD();
+    // The command starts a long sleep, waits for the test to SIGSTOP it, then floods (so memtrack
+    // pauses and resumes writers next to the stopped sleep) and waits for the sleep, which never
+    // ends: the test then stops memtrack with SIGTERM.
+    const unsigned k = 2;
+    const long n = 20000;
+    TempDir dir;
+    const std::string script =
+        "sleep 120 & echo $! > \"$1/sleep.pid\"\n"
+        "while [ ! -e \"$1/go\" ]; do sleep 0.02; done\n"
+        "\"$2\" " + std::to_string(k) + " " + std::to_string(n) + "; echo $? > \"$1/flood.status\"\n"
+        "wait\n";
+    Background mt(dir, {"--ring-size", "64K", "--consumer-delay-us", "2000"},
+                  {"/bin/bash", "-c", script, "bash", dir.path(), flood_bin()});
+    INFO("`", mt.cmdline(), "`");
+
+    int sleep_pid = 0;
+    REQUIRE_MESSAGE(poll_until(20s,
+                               [&] {
+                                   const std::string text = read_or_empty(dir / "sleep.pid");
+                                   if (text.empty() || text.back() != '\n') return false;
+                                   sleep_pid = std::stoi(text);
+                                   return true;
+                               }),
+                    "the command never started its sleep; memtrack's group:", mt.group_text(),
+                    "\nstderr: ", mt.stderr_text());
+    auto is_our_sleep = [&](const Proc& p) { return p.comm == "sleep" && p.pgrp == mt.pid(); };
+    // Stop it once it sleeps in clock_nanosleep (syscall 230), past its start-up allocations: a
+    // SIGSTOP landing while memtrack has it paused for its first stack would be undone by that
+    // pause's SIGCONT, which is not what this case is about.
+    REQUIRE_MESSAGE(poll_until(20s,
+                               [&] {
+                                   auto p = read_proc(sleep_pid);
+                                   if (!p || !is_our_sleep(*p)) return false;
+                                   const std::string sc = read_or_empty("/proc/" + std::to_string(sleep_pid) + "/syscall");
+                                   return p->state == 'S' && sc.rfind("230 ", 0) == 0;
+                               }),
+                    "sleep ", sleep_pid, " never settled in clock_nanosleep; memtrack's group:", mt.group_text());
+    REQUIRE(::kill(sleep_pid, SIGSTOP) == 0);
+    REQUIRE(poll_until(5s, [&] {
+        auto p = read_proc(sleep_pid);
+        return p && p->state == 'T';
+    }));
+    write_file(dir / "go", "");
+
+    REQUIRE_MESSAGE(poll_until(60s, [&] { return read_or_empty(dir / "flood.status") == "0\n"; }),
+                    "the flood did not end with 0 (", read_or_empty(dir / "flood.status"), "); memtrack's group:",
+                    mt.group_text(), "\nstderr: ", mt.stderr_text());
+    {
+        auto p = read_proc(sleep_pid);
+        REQUIRE(p.has_value());
+        CHECK_MESSAGE(p->state == 'T', "the user-stopped sleep was resumed while memtrack paused and resumed the writers: ",
+                      p->describe());
+    }
+
+    REQUIRE(::kill(mt.pid(), SIGTERM) == 0);
+    const auto ended = mt.wait(30s);
+    REQUIRE_MESSAGE(ended.has_value(), "memtrack still running 30 s after SIGTERM; its group:", mt.group_text());
+    // memtrack passes the SIGTERM to the command (bash, waiting for the sleep) and exits with its status.
+    CHECK_MESSAGE(ended->status == 128 + SIGTERM, "memtrack ", ended->describe(), "; stderr: ", mt.stderr_text());
+    CHECK_FALSE(ended->signaled);
+
+    {
+        auto p = read_proc(sleep_pid);
+        REQUIRE_MESSAGE(p.has_value(), "the sleep is gone");
+        CHECK(is_our_sleep(*p));
+        CHECK_MESSAGE(p->state == 'T', "memtrack resumed a process it had not stopped: ", p->describe());
+    }
+    const PressureStats s = pressure_stats(read_file(dir / "stats.json"));
+    check_pauses_balanced(s);
+    CHECK_MESSAGE(s.resumes_by_pid.count(sleep_pid) == 0, "the sleep is in pressure_resumes_by_pid ", show_by_pid(s.resumes_by_pid));
+
+    auto names = artifact_names(dir / "out");
+    REQUIRE(names.size() == 1);
+    auto events = dump(dir / "out" + "/" + names[0]);
+    auto writers = check_complete_flood(events, std::stoi(names[0]), k, n);
+    for (const auto& [pid, n_resumes] : s.resumes_by_pid)
+        CHECK_MESSAGE(writers.count(pid), "pid ", pid, " resumed ", n_resumes, " times is no writer");
+
+    // The sleep's parent (bash) is gone: it is the test's child now. Kill it and reap it.
+    REQUIRE(::kill(sleep_pid, SIGKILL) == 0);
+    const auto gone = mt.wait_for(sleep_pid, 10s);
+    CHECK_MESSAGE(gone.has_value(), "the sleep was not reaped; memtrack's group:", mt.group_text());
+    if (gone) CHECK(gone->status == 128 + SIGKILL);
+    CHECK_MESSAGE(group(mt.pid()).empty(), "left behind:", mt.group_text());
+}
+
+TEST_CASE("pressure: memtrack ended by SIGTERM while writers are paused resumes them and keeps what it recorded") {
+    ROOT_SUITE_GUARD();
+    // A tiny ring read very slowly: the writers spend their time paused.
+    const unsigned k = 4;
+    const long n = 100000;
+    TempDir dir;
+    Background mt(dir, {"--ring-size", "64K", "--consumer-delay-us", "20000"},
+                  {flood_bin(), std::to_string(k), std::to_string(n)});
+    INFO("`", mt.cmdline(), "`");
+
+    const auto flood = mt.command_pid("flood", 20s);
+    REQUIRE_MESSAGE(flood.has_value(), "the flood never started; memtrack's group:", mt.group_text());
+    const std::set<int> writers = flood_writers(*flood, k, 20s);
+    REQUIRE_MESSAGE(writers.size() == k, "writers ", show(writers), "; memtrack's group:", mt.group_text());
+    REQUIRE_MESSAGE(poll_until(20s, [&] { return !stopped_among(writers).empty(); }),
+                    "no writer was ever seen paused; memtrack's group:", mt.group_text());
+
+    REQUIRE(::kill(mt.pid(), SIGTERM) == 0);
+    const auto ended = mt.wait(30s);
+    REQUIRE_MESSAGE(ended.has_value(), "memtrack still running 30 s after SIGTERM; its group:", mt.group_text());
+    // memtrack passes the SIGTERM on to the flood's parent, and exits with its status.
+    CHECK_MESSAGE(ended->status == 128 + SIGTERM, "memtrack ", ended->describe(), "; stderr: ", mt.stderr_text());
+    CHECK_FALSE(ended->signaled);
+    CHECK_MESSAGE(stopped(group(mt.pid())).empty(), "stopped after memtrack exited:", describe(stopped(group(mt.pid()))));
+
+    // The writers outlive their parent; recording is off, so nothing pauses them any more and
+    // each finishes its n iterations (exit 0) as the test's child.
+    for (int w : writers) {
+        const auto done = mt.wait_for(w, 60s);
+        CHECK_MESSAGE(done.has_value(), "writer ", w, " did not finish; memtrack's group:", mt.group_text());
+        if (done) CHECK_MESSAGE(done->status == 0, "writer ", w, " ", done->describe());
+    }
+    CHECK_MESSAGE(group(mt.pid()).empty(), "left behind:", mt.group_text());
+
+    const PressureStats s = pressure_stats(read_file(dir / "stats.json"));
+    check_pauses_balanced(s);
+    auto names = artifact_names(dir / "out");
+    REQUIRE(names.size() == 1);
+    CHECK(names[0] == std::to_string(*flood) + ".MemtrackArtifact.msgpack");
+    const auto events = dump(dir / "out" + "/" + names[0]);  // throws unless it decodes to the end
+    CHECK(s.records >= events.size());
+    check_flood_prefix(events, writers, k, n);
+    for (const auto& [pid, n_resumes] : s.resumes_by_pid)
+        CHECK_MESSAGE(writers.count(pid), "pid ", pid, " resumed ", n_resumes, " times is no writer");
+}
+
+TEST_CASE("pressure: memtrack killed by SIGKILL while writers are paused: memtrack-guard resumes them") {
+    ROOT_SUITE_GUARD();
+    const unsigned k = 4;
+    const long n = 100000;
+    TempDir dir;
+    Background mt(dir, {"--ring-size", "64K", "--consumer-delay-us", "20000"},
+                  {flood_bin(), std::to_string(k), std::to_string(n)});
+    INFO("`", mt.cmdline(), "`");
+
+    const auto flood = mt.command_pid("flood", 20s);
+    REQUIRE_MESSAGE(flood.has_value(), "the flood never started; memtrack's group:", mt.group_text());
+    const auto guard = mt.guard_pid();
+    REQUIRE_MESSAGE(guard.has_value(), "no memtrack-guard child; memtrack's group:", mt.group_text());
+    const std::set<int> writers = flood_writers(*flood, k, 20s);
+    REQUIRE_MESSAGE(writers.size() == k, "writers ", show(writers), "; memtrack's group:", mt.group_text());
+    REQUIRE_MESSAGE(poll_until(20s, [&] { return !stopped_among(writers).empty(); }),
+                    "no writer was ever seen paused; memtrack's group:", mt.group_text());
+
+    REQUIRE(::kill(mt.pid(), SIGKILL) == 0);
+    const auto ended = mt.wait(10s);
+    REQUIRE_MESSAGE(ended.has_value(), "memtrack not reaped 10 s after SIGKILL; its group:", mt.group_text());
+    CHECK(ended->signaled);
+    CHECK(ended->status == 128 + SIGKILL);
+
+    // The guard notices memtrack's death, resumes every paused writer and exits.
+    const auto guard_ended = mt.wait_for(*guard, 5s);
+    CHECK_MESSAGE(guard_ended.has_value(), "memtrack-guard still there 5 s after memtrack died; memtrack's group:",
+                  mt.group_text());
+    if (guard_ended) CHECK_MESSAGE(guard_ended->status == 0, "memtrack-guard ", guard_ended->describe());
+    CHECK_MESSAGE(poll_until(5s, [&] { return stopped(group(mt.pid())).empty(); }),
+                  "still stopped 5 s after memtrack died:", describe(stopped(group(mt.pid()))));
+
+    // The flood is the test's child now: it reaps its writers and exits 0 once all finished.
+    const auto flood_ended = mt.wait_for(*flood, 60s);
+    REQUIRE_MESSAGE(flood_ended.has_value(), "the flood did not finish within 60 s of memtrack's death; its group:",
+                    mt.group_text());
+    CHECK_MESSAGE(flood_ended->status == 0, "flood ", flood_ended->describe());
+    CHECK_MESSAGE(group(mt.pid()).empty(), "left behind:", mt.group_text());
+}

@@ -1,0 +1,71 @@
+// ProbePlacement on hand-assembled prologues: the probe moves only where the decoded control
+// flow proves every call still traps exactly once with its arguments intact.
+#include <doctest/doctest.h>
+
+#include "probes/ProbePlacement.hpp"
+
+using memtrack::place_probe;
+
+namespace {
+constexpr uint64_t kBase = 0x1000;
+const std::vector<uint8_t> kRet{0xc3};
+
+std::vector<uint8_t> join(std::initializer_list<std::vector<uint8_t>> parts) {
+    std::vector<uint8_t> out;
+    for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+    return out;
+}
+}  // namespace
+
+TEST_CASE("glibc free: the probe moves past test %rdi,%rdi onto the je") {
+    // test %rdi,%rdi; je +0x10; push %rbp; pop %rbp; ret; (NULL path) ret
+    const auto code = join({{0x48, 0x85, 0xff}, {0x0f, 0x84, 0x03, 0x00, 0x00, 0x00}, {0x55}, {0x5d}, kRet, kRet});
+    auto p = place_probe(code, kBase, 1);
+    CHECK(p.offset == 3);
+    CHECK(p.reason.find("je") != std::string::npos);
+}
+
+TEST_CASE("an emulated first instruction keeps the entry") {
+    const auto code = join({{0x41, 0x54}, {0x41, 0x5c}, kRet});  // push %r12; pop %r12; ret
+    CHECK(place_probe(code, kBase, 1).offset == 0);
+}
+
+TEST_CASE("endbr64 then a tail jump: the jump") {
+    const auto code = join({{0xf3, 0x0f, 0x1e, 0xfa}, {0xe9, 0x00, 0x10, 0x00, 0x00}});
+    CHECK(place_probe(code, kBase, 1).offset == 4);
+}
+
+TEST_CASE("a skipped instruction that writes an argument the handler reads keeps the entry") {
+    // mov %rsi,%rdi; push %rbx; pop %rbx; ret
+    const auto code = join({{0x48, 0x89, 0xf7}, {0x53}, {0x5b}, kRet});
+    CHECK(place_probe(code, kBase, 1).offset == 0);
+    // ... unless the handler does not read that register: mov %rdx,%rsi with one argument read
+    const auto code2 = join({{0x48, 0x89, 0xd6}, {0x53}, {0x5b}, kRet});
+    CHECK(place_probe(code2, kBase, 1).offset == 3);
+    CHECK(place_probe(code2, kBase, 2).offset == 0);
+}
+
+TEST_CASE("moving the stack pointer before the candidate keeps the entry") {
+    // sub $8,%rsp; push %rbx; ...
+    const auto code = join({{0x48, 0x83, 0xec, 0x08}, {0x53}, {0x5b}, {0x48, 0x83, 0xc4, 0x08}, kRet});
+    CHECK(place_probe(code, kBase, 1).offset == 0);
+}
+
+TEST_CASE("a candidate that a branch lands on keeps the entry") {
+    // test %rdi,%rdi; push %rbx (at +3); pop %rbx; jmp back to +3 (would trap twice)
+    const auto code = join({{0x48, 0x85, 0xff}, {0x53}, {0x5b}, {0xeb, 0xfc}, kRet});
+    auto p = place_probe(code, kBase, 1);
+    CHECK(p.offset == 0);
+    CHECK(p.reason.find("branch target") != std::string::npos);
+}
+
+TEST_CASE("an indirect jump in the body keeps the entry") {
+    // test %rdi,%rdi; push %rbx; jmp *%rax
+    const auto code = join({{0x48, 0x85, 0xff}, {0x53}, {0xff, 0xe0}});
+    CHECK(place_probe(code, kBase, 1).offset == 0);
+}
+
+TEST_CASE("undecodable bytes keep the entry") {
+    CHECK(place_probe({}, kBase, 1).offset == 0);
+    CHECK(place_probe({0x0f, 0x0b}, kBase, 1).offset == 0);  // ud2 only
+}
