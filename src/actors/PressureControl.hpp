@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <vector>
 
 #include <boost/asio/steady_timer.hpp>
 
@@ -12,6 +13,7 @@
 namespace memtrack {
 
 class BpfSession;
+class RingView;
 class Stats;
 
 // When to resume: strictly below `resume_fill`; 0 means only once the ring is empty (the old
@@ -27,6 +29,9 @@ class PressureControl {
 public:
     PressureControl(boost::asio::io_context& io, BpfSession& bpf, Stats& stats, WatermarkPolicy policy);
 
+    // The rings whose fill decides (events, then stacks); read live, from any thread.
+    void watch(const RingView* ring) { rings_.push_back(ring); }
+
     void start();
     // From a consumer's strand after every chunk (ring 0: events, 1: stacks): cheap when nothing
     // is stopped. Producers resume once every ring is below the resume watermark.
@@ -34,8 +39,6 @@ public:
     // Resumes every process memtrack stopped, whatever the fill; done() on the caller's behalf.
     void resume_all(Done done);
     void stop();
-    // Entries left in pressure_stopped.
-    size_t stopped_count() const;
 
 private:
     // Touched only on strand_.
@@ -48,14 +51,11 @@ private:
     Stats& stats_;
     WatermarkPolicy policy_;
     boost::asio::steady_timer backstop_;
-    static constexpr size_t kRings = 2;
-    std::atomic<double> last_fill_[kRings] = {0.0, 0.0};
+    // Fills are read live when deciding: a reported fill is stale by the time a timer fires, and
+    // resuming on a stale low fill let producers run straight through a full ring.
+    std::vector<const RingView*> rings_;
     std::atomic<bool> evaluate_pending_{false};
     bool stopped_ = false;
 };
-
-// Sends SIGCONT to `pid` only if it is still the process that was stopped (same start time),
-// through a pidfd so the pid cannot be reused between the check and the signal.
-Result<bool> resume_if_same_process(int32_t pid, uint64_t start_boottime_ns);
 
 }  // namespace memtrack

@@ -78,8 +78,9 @@ void Stats::add_process_lifetime(uint64_t ns) {
     lifetime_ns_ += ns;
 }
 
-void Stats::set_kernel_counters(uint64_t dropped, uint64_t stops, uint64_t nested) {
+void Stats::set_kernel_counters(uint64_t dropped, uint64_t stops, uint64_t nested, uint64_t signal_failures) {
     std::lock_guard lock(mu_);
+    signal_failures_ = signal_failures;
     dropped_ = dropped;
     stops_ = stops;
     nested_ = nested;
@@ -114,6 +115,7 @@ boost::json::object Stats::to_json() const {
         {"max_records_per_chunk", max_records_per_chunk_},
         {"max_fill", max_fill_},
         {"pressure_stops", stops_},
+        {"stop_signal_failures", signal_failures_},
         {"pressure_resumes", resumes_},
         {"stopped_at_exit", stopped_at_exit_},
         {"stop_to_resume_ms", ms_summary(stop_to_resume_ns_)},

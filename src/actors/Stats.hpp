@@ -23,7 +23,7 @@ public:
     void on_resume(int32_t pid, uint64_t stop_to_resume_ns);
     void on_drain(uint64_t duration_ns);
     void add_process_lifetime(uint64_t ns);
-    void set_kernel_counters(uint64_t dropped, uint64_t stops, uint64_t nested);
+    void set_kernel_counters(uint64_t dropped, uint64_t stops, uint64_t nested, uint64_t signal_failures);
     void set_stopped_at_exit(uint64_t n);
     uint64_t records_written() const;
 
@@ -37,7 +37,7 @@ private:
     uint64_t written_ = 0, artifact_events_ = 0, allocations_ = 0;
     uint64_t stacks_unique_ = 0, stack_ring_bytes_ = 0, cache_hits_ = 0, cache_misses_ = 0, modules_ = 0;
     uint64_t stacks_captured_ = 0, stacks_sent_ = 0, stack_errors_ = 0, stacks_dropped_ = 0, snapshot_stops_ = 0;
-    uint64_t dropped_ = 0, stops_ = 0, nested_ = 0, resumes_ = 0, stopped_at_exit_ = 0;
+    uint64_t dropped_ = 0, stops_ = 0, nested_ = 0, signal_failures_ = 0, resumes_ = 0, stopped_at_exit_ = 0;
     uint64_t paused_ns_ = 0, lifetime_ns_ = 0;
     Histogram chunk_ns_, stop_to_resume_ns_, drain_ns_, symbolize_ns_;
     // Pressure resumes per process, for tests and people asking "was every writer paused?".

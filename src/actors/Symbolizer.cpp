@@ -1,8 +1,6 @@
 #include "actors/Symbolizer.hpp"
 
-#include <bpf/bpf.h>
-
-#include "actors/PressureControl.hpp"
+#include "process/StopRelease.hpp"
 #include "actors/Stats.hpp"
 #include "bpf/record.h"
 #include "core/Clock.hpp"
@@ -11,21 +9,17 @@
 namespace memtrack {
 
 Symbolizer::Symbolizer(boost::asio::io_context& io, BatchQueue& in, ZstdFileWriter stacks_file, Stats& stats,
-                       int snapshot_map_fd)
-    : BatchSink(io, in), file_(std::move(stacks_file)), stats_(stats), snapshot_map_fd_(snapshot_map_fd) {}
+                       int snapshot_map_fd, int pressure_map_fd)
+    : BatchSink(io, in), file_(std::move(stacks_file)), stats_(stats), snapshot_map_fd_(snapshot_map_fd),
+      pressure_map_fd_(pressure_map_fd) {}
 
 void Symbolizer::snapshot(int32_t pid) {
     auto maps = ProcessMaps::read(pid);
     if (maps) maps_[pid] = std::move(maps).value();
     else log::info("mappings of {}: {}", pid, maps.error().message());
     // BPF paused the process at its first stack so that this read could not miss it.
-    uint32_t key = uint32_t(pid);
-    mt_stop stop{};
-    if (bpf_map_lookup_elem(snapshot_map_fd_, &key, &stop) == 0) {
-        if (auto r = resume_if_same_process(pid, stop.start_boottime); !r)
-            log::error("resume after snapshot: {}", r.error().message());
-        bpf_map_delete_elem(snapshot_map_fd_, &key);
-    }
+    if (auto r = release_stop(snapshot_map_fd_, pressure_map_fd_, uint32_t(pid)); !r)
+        log::error("resume after snapshot: {}", r.error().message());
 }
 
 void Symbolizer::write_batch(const RecordBatch& b) {

@@ -20,7 +20,7 @@ class Stats;
 class Symbolizer : public BatchSink {
 public:
     Symbolizer(boost::asio::io_context& io, BatchQueue& in, ZstdFileWriter stacks_file, Stats& stats,
-               int snapshot_map_fd);
+               int snapshot_map_fd, int pressure_map_fd);
 
 private:
     // Touched only on the strand.
@@ -32,6 +32,7 @@ private:
     ZstdFileWriter file_;
     Stats& stats_;
     int snapshot_map_fd_;
+    int pressure_map_fd_;
     Resolver resolver_;
     std::unordered_map<int32_t, ProcessMaps> maps_;
     std::unordered_set<uint64_t> written_;  // a stack sent twice (LRU eviction) is written once

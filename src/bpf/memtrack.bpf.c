@@ -145,8 +145,10 @@ static __always_inline bool stop_current(void *stopped_map)
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	if (bpf_map_lookup_elem(stopped_map, &tgid))
 		return false;
-	if (bpf_send_signal(SIGSTOP) != 0)
+	if (bpf_send_signal(SIGSTOP) != 0) {
+		count(MT_COUNTER_SIGNAL_FAILED);
 		return false;
+	}
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct mt_stop stop = {
 		.stop_ns = bpf_ktime_get_ns(),
@@ -172,6 +174,9 @@ static __always_inline void emit_record(__u32 kind, __u64 addr, __u64 size, __u6
 	struct mt_record *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
 		count(MT_COUNTER_DROPPED);
+		/* A full ring must pause this producer too, or it keeps losing records. */
+		if (pressure)
+			apply_pressure(&events, stop_bytes);
 		return;
 	}
 	__u64 id = bpf_get_current_pid_tgid();
@@ -238,6 +243,7 @@ static __always_inline __u64 capture_stack(struct pt_regs *ctx)
 	s->flags = new_maps ? MT_STACK_NEW_MAPS : 0;
 	if (bpf_ringbuf_output(&stacks, s, MT_STACK_HEADER_BYTES + (nr & MT_MAX_FRAMES) * 8, 0) != 0) {
 		count(MT_COUNTER_STACKS_DROPPED); /* not marked seen: the next occurrence retries */
+		apply_pressure(&stacks, stack_stop_bytes);
 		return h;
 	}
 	count(MT_COUNTER_STACKS_SENT);

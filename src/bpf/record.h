@@ -109,6 +109,7 @@ enum mt_counter {
 	MT_COUNTER_STACK_ERRORS,    /* bpf_get_stack failed: the event has no stack */
 	MT_COUNTER_STACKS_DROPPED,  /* stack records the stacks ring had no room for: must stay 0 */
 	MT_COUNTER_SNAPSHOT_STOPS,  /* processes paused until their mappings were read */
+	MT_COUNTER_SIGNAL_FAILED,   /* bpf_send_signal(SIGSTOP) refused: the producer ran on */
 	MT_COUNTER_MAX,
 };
 

@@ -32,6 +32,7 @@
 #include "probes/BpfSession.hpp"
 #include "process/ChildLauncher.hpp"
 #include "process/StopGuard.hpp"
+#include "process/StopRelease.hpp"
 #include "ring/RingView.hpp"
 
 namespace memtrack {
@@ -86,12 +87,15 @@ public:
           pressure_(io_, bpf_, stats_, WatermarkPolicy{opt.stop_fill, opt.resume_fill}),
           exit_watch_(io_, ::dup(child.pidfd())), signals_(io_, SIGINT, SIGTERM, SIGHUP) {
         connect(events_, writer_, 0);
+        pressure_.watch(&events_.ring);
         std::vector<DrainBarrier::Lane> lanes{{&events_.ring, &events_.consumer, &writer_}};
         if (stacks_file) {
             stacks_.emplace(io, value_or_throw(RingView::map(bpf.stacks_ring_fd())), stats_,
                             consumer_options(RingConsumer::Records::Stacks));
-            symbolizer_.emplace(io_, stacks_->queue, std::move(*stacks_file), stats_, bpf.snapshot_map_fd());
+            symbolizer_.emplace(io_, stacks_->queue, std::move(*stacks_file), stats_, bpf.snapshot_map_fd(),
+                                bpf.pressure_map_fd());
             connect(*stacks_, *symbolizer_, 1);
+            pressure_.watch(&stacks_->ring);
             lanes.push_back({&stacks_->ring, &stacks_->consumer, &*symbolizer_});
         }
         drains_.emplace(io_, std::move(lanes), stats_);
@@ -176,7 +180,7 @@ private:
 
     boost::json::object live_stats() {
         stats_.set_kernel_counters(bpf_.counter(MT_COUNTER_DROPPED), bpf_.counter(MT_COUNTER_STOPS),
-                                   bpf_.counter(MT_COUNTER_NESTED));
+                                   bpf_.counter(MT_COUNTER_NESTED), bpf_.counter(MT_COUNTER_SIGNAL_FAILED));
         stats_.set_stack_counters(bpf_.counter(MT_COUNTER_STACKS_CAPTURED), bpf_.counter(MT_COUNTER_STACKS_SENT),
                                   bpf_.counter(MT_COUNTER_STACK_ERRORS), bpf_.counter(MT_COUNTER_STACKS_DROPPED),
                                   bpf_.counter(MT_COUNTER_SNAPSHOT_STOPS));
@@ -265,9 +269,10 @@ private:
     }
 
     void pressure_resume_remaining() {
-        resume_every_stopped(bpf_.pressure_map_fd());
-        resume_every_stopped(bpf_.snapshot_map_fd());
-        stats_.set_stopped_at_exit(pressure_.stopped_count());
+        resume_every_stopped(bpf_.pressure_map_fd(), bpf_.snapshot_map_fd());
+        resume_every_stopped(bpf_.snapshot_map_fd(), -1);
+        stats_.set_stopped_at_exit(stopped_pids(bpf_.pressure_map_fd()).size() +
+                                   stopped_pids(bpf_.snapshot_map_fd()).size());
     }
 
     std::optional<int> wait_with_timeout(std::chrono::milliseconds limit) {

@@ -13,27 +13,9 @@
 #include <algorithm>
 #include <vector>
 
-#include "actors/PressureControl.hpp"
-#include "bpf/record.h"
+#include "process/StopRelease.hpp"
 
 namespace memtrack {
-
-size_t resume_every_stopped(int map_fd) {
-    std::vector<uint32_t> pids;
-    uint32_t key = 0, next = 0;
-    while (bpf_map_get_next_key(map_fd, pids.empty() ? nullptr : &key, &next) == 0) {
-        pids.push_back(next);
-        key = next;
-    }
-    size_t resumed = 0;
-    for (uint32_t pid : pids) {
-        mt_stop stop{};
-        if (bpf_map_lookup_elem(map_fd, &pid, &stop) != 0) continue;
-        if (auto r = resume_if_same_process(int32_t(pid), stop.start_boottime); r && *r) ++resumed;
-        bpf_map_delete_elem(map_fd, &pid);
-    }
-    return resumed;
-}
 
 Result<StopGuard> StopGuard::start(std::vector<int> stopped_maps) {
     int p[2];
@@ -59,7 +41,8 @@ Result<StopGuard> StopGuard::start(std::vector<int> stopped_maps) {
         ::syscall(SYS_close_range, next, ~0u, 0);
         char byte;
         while (::read(p[0], &byte, 1) < 0 && errno == EINTR) {}
-        for (int fd : stopped_maps) resume_every_stopped(fd);
+        for (size_t i = 0; i < stopped_maps.size(); ++i)
+            resume_every_stopped(stopped_maps[i], stopped_maps[(i + 1) % stopped_maps.size()]);
         ::_exit(0);
     }
     ::close(p[0]);

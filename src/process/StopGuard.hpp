@@ -30,8 +30,4 @@ private:
     Fd alive_;  // write end; never written, only closed
 };
 
-// The guard's pass (also the body of memtrack's own final pass): resume and forget every entry.
-// Returns how many processes were resumed.
-size_t resume_every_stopped(int pressure_map_fd);
-
 }  // namespace memtrack

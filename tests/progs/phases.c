@@ -11,7 +11,9 @@
  *   'c'  phase C: the same with PHASES_SIZE_C, then "done\n"
  *   'l'  loop: malloc(PHASES_SIZE_LOOP), free, over and over, until the next byte arrives on
  *        stdin (it is left there, to be read as the next command) or stdin is closed; then
- *        "looped <n>\n" with n the number of loop allocations made by this 'l'
+ *        "looped <n>\n" with n the number of loop allocations made by this loop
+ *   'p'  paced loop: the same as 'l', with a 1 ms sleep after every 16 allocations (a steady
+ *        load of at most 16000 allocations a second, for tests that decode all of it)
  *   'q'  exit 0
  *   ' ', '\t', '\r', '\n'  ignored
  * End of stdin exits 0 as well, so a test that dies leaves no fixture behind waiting on it.
@@ -30,6 +32,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fixture.h"
@@ -90,8 +93,9 @@ static int input_waiting(void)
 	return n > 0;
 }
 
-static void loop(volatile uint64_t *counter)
+static void loop(volatile uint64_t *counter, int paced)
 {
+	const struct timespec pause = {.tv_sec = 0, .tv_nsec = 1000000};
 	uint64_t made = 0;
 	for (;;) {
 		void *p = malloc(fx_size(PHASES_SIZE_LOOP));
@@ -100,8 +104,12 @@ static void loop(volatile uint64_t *counter)
 		made++;
 		__atomic_store_n(counter, *counter + 1, __ATOMIC_RELEASE);
 		free(fx_launder(p));
-		if ((made & 15) == 0 && input_waiting())
+		if ((made & 15) != 0)
+			continue;
+		if (input_waiting())
 			break;
+		if (paced)
+			nanosleep(&pause, NULL);
 	}
 	char line[64];
 	snprintf(line, sizeof line, "looped %llu\n", (unsigned long long)made);
@@ -134,7 +142,8 @@ int main(int argc, char **argv)
 			phase(PHASES_SIZE_C);
 			break;
 		case 'l':
-			loop(counter);
+		case 'p':
+			loop(counter, c == 'p');
 			break;
 		case 'q':
 			return 0;

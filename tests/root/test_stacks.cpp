@@ -660,7 +660,7 @@ TEST_CASE("stacks: without frame pointers frame 0 is right and nothing after it 
     }
 }
 
-TEST_CASE("stacks: 100,000 allocations from 10 call sites send about 10 stacks") {
+TEST_CASE("stacks: 100k allocations from 10 call sites send about 10 stacks") {
     ROOT_SUITE_GUARD();
     TempDir dir;
     Tracked t = track_and_dump(dir, {fixture("stack_sites")});

@@ -1,0 +1,546 @@
+#!/usr/bin/env bash
+# memtrack's benchmarks, in one run (docs/BENCHMARKS.md shows a run and how to read it).
+#
+#   scripts/bench.sh [--overhead] [--pressure] [--drain] [--stacks] [--consumer]
+#                    [--reps N] [--scale F] [--system-libc] [--keep]
+#
+# Sections (all of them when none is named):
+#   --overhead  each workload (flood, churn_c, churn_cxx) untracked and under memtrack (default,
+#               --no-stacks, --probe-at-entry --no-stacks), heaptrack, bpftrace (a counting
+#               uprobe script), valgrind massif, and the trap floor (bench/trap_floor: empty BPF
+#               programs on memtrack's probes, at its placed offsets and at the entries).
+#   --pressure  a small ring and a slowed consumer, resume at 25 % (default) vs resume at empty;
+#               paused fraction at default settings; a ring-size sweep.
+#   --drain     `memtrack ctl drain` latency during a flood, default consumer and slowed ones.
+#   --stacks    ring bytes per allocation event with few and many call stacks, the estimate
+#               without deduplication, the symbolizer's throughput, the cost of stack capture.
+#   --consumer  records per second through RingConsumer and Writer, with many writers.
+# Options:
+#   --reps N       repetitions of every timed run; medians are reported (default 3)
+#   --scale F      multiply every workload size by F (e.g. 0.1 to try the script quickly)
+#   --system-libc  run everything on the system's C and C++ libraries (see "Isolation" below)
+#   --keep         keep the work folder (stats JSON, logs, artifacts of the last runs)
+#
+# It takes the build lock (MEMTRACK_BUILD_LOCK, default /tmp/memtrack-build.lock; empty: none) for the
+# whole run, builds (scripts/build.sh) and apt-installs the peers that are missing: heaptrack,
+# valgrind, bpftrace, jq, time. Needs root. The report (markdown) goes to stdout, progress to stderr.
+#
+# Isolation: memtrack's probes (and bpftrace's, and the trap floor's) are system-wide uprobes on
+# the C library's file. Another memtrack running on the machine therefore makes every process
+# here pay traps, "untracked" included, and ours slow every process there. So by default the
+# workloads and the tools run on private copies of libc, libstdc++, libm and libgcc_s
+# (LD_LIBRARY_PATH): the same code in another file, which only the benchmark's processes map.
+# memtrack finds and probes the copy by itself (it probes the libc it has loaded).
+#
+# Timing: wall time of the whole command, from the shell ($EPOCHREALTIME). Each tool also runs
+# at size 1: "start-up+teardown" is T(1) - untracked T(1), and the net cost per allocation is
+# (T(N) - T(1)) / (A(N) - A(1)) minus the same for the untracked run, where A is the number of
+# allocation events memtrack counts (stats allocation_events of the --no-stacks runs).
+set -euo pipefail
+export LC_ALL=C
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+BUILD="$ROOT/build"
+MEMTRACK="$BUILD/memtrack"
+BIN="$BUILD/bench"
+SCRIPT_T0=$EPOCHREALTIME
+
+usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'; }
+die() {
+    echo "bench: error: $*" >&2
+    exit 1
+}
+
+# ---- arguments ----
+declare -A SECTION=()
+REPS=3
+SCALE=1
+ISOLATE=1
+KEEP=0
+while (($#)); do
+    case "$1" in
+    --overhead | --pressure | --drain | --stacks | --consumer) SECTION[${1#--}]=1 ;;
+    --reps) REPS="${2:?--reps needs a number}"; shift ;;
+    --scale) SCALE="${2:?--scale needs a factor}"; shift ;;
+    --system-libc) ISOLATE=0 ;;
+    --keep) KEEP=1 ;;
+    -h | --help) usage; exit 0 ;;
+    *) usage >&2; exit 2 ;;
+    esac
+    shift
+done
+[[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "--reps must be a positive integer"
+[[ "$SCALE" =~ ^[0-9]*\.?[0-9]+$ ]] || die "--scale must be a positive number"
+if ((${#SECTION[@]} == 0)); then
+    for s in overhead pressure drain stacks consumer; do SECTION[$s]=1; done
+fi
+on() { [[ -n "${SECTION[$1]:-}" ]]; }
+[[ $EUID -eq 0 ]] || die "needs root (memtrack, bpftrace and the trap floor load BPF programs)"
+
+# Workload sizes at --scale 1: each tracked run takes about 1-3 s on a 2-core VM.
+scaled() { awk -v n="$1" -v f="$SCALE" 'BEGIN { v = int(n * f); print (v < 2 ? 2 : v) }'; }
+FLOOD_N=$(scaled 100000)        # flood 1 FLOOD_N: malloc+free pairs in one writer
+CHURN_C_N=$(scaled 100000)      # churn_c: allocation calls
+CHURN_CXX_N=$(scaled 3000)      # churn_cxx: rounds of about 27 operator new/delete pairs
+PRESSURE_N=$(scaled 50000)      # flood 2 PRESSURE_N under a 64 KiB ring and a slowed consumer
+DEFAULT_N=$(scaled 100000)      # flood 2 DEFAULT_N at default settings
+DRAIN_N=$(scaled 150000)        # flood 2 DRAIN_N while drains are timed
+CALLSITES_N=$(scaled 100000)    # callsites: malloc+free pairs
+CONSUMER_N=$(scaled 40000)      # flood 8 CONSUMER_N
+
+# ---- build and peers, under the build lock ----
+# The lock is held for the whole run (as scripts/flood.sh does): no build or test of the machine
+# that takes it overlaps the measurements, and nobody relinks memtrack under them.
+# MEMTRACK_BUILD_LOCK names it; empty: no lock.
+LOCK="${MEMTRACK_BUILD_LOCK-/tmp/memtrack-build.lock}"
+lock_t0=$EPOCHREALTIME
+if [[ -n "$LOCK" ]]; then
+    echo "bench: waiting for the build lock $LOCK" >&2
+    exec 9>"$LOCK"
+    flock 9
+fi
+LOCK_WAIT_S=$(awk -v a="$lock_t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+echo "bench: building (scripts/build.sh)" >&2
+build_t0=$EPOCHREALTIME
+"$ROOT/scripts/build.sh"
+BUILD_S=$(awk -v a="$build_t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+for b in "$MEMTRACK" "$BIN/flood" "$BIN/churn_c" "$BIN/churn_cxx" "$BIN/callsites" "$BIN/trap_floor"; do
+    [[ -x "$b" ]] || die "$b was not built"
+done
+
+declare -A PKG_OF=([heaptrack]=heaptrack [valgrind]=valgrind [bpftrace]=bpftrace [jq]=jq [/usr/bin/time]=time)
+missing=()
+for cmd in "${!PKG_OF[@]}"; do command -v "$cmd" >/dev/null || missing+=("${PKG_OF[$cmd]}"); done
+if ((${#missing[@]})); then
+    echo "bench: installing ${missing[*]}" >&2
+    apt-get update -q >/dev/null 2>&1 || true
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=300 "${missing[@]}" >/dev/null ||
+        die "apt-get install ${missing[*]} failed"
+fi
+
+# ---- work folder, private libraries ----
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/memtrack-bench.XXXXXX")"
+cleanup() {
+    if ((KEEP)); then echo "bench: work folder kept: $WORK" >&2; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+mkdir -p "$WORK/out" "$WORK/t" "$WORK/stats" "$WORK/log"
+
+lib_path() { ldd "$1" | awk -v n="$2" '$1 == n { print $3 }'; }
+if ((ISOLATE)); then
+    mkdir -p "$WORK/lib"
+    for lib in libc.so.6 libm.so.6 libgcc_s.so.1; do cp "$(lib_path "$MEMTRACK" "$lib")" "$WORK/lib/"; done
+    cp "$(lib_path "$BIN/churn_cxx" libstdc++.so.6)" "$WORK/lib/"
+    export LD_LIBRARY_PATH="$WORK/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+LIBC="$(lib_path "$MEMTRACK" libc.so.6)"
+LIBSTDCXX="$(lib_path "$BIN/churn_cxx" libstdc++.so.6)"
+[[ -n "$LIBC" && -n "$LIBSTDCXX" ]] || die "cannot find libc.so.6 and libstdc++.so.6"
+
+foreign_uprobe_links() {
+    bpftool link list -j 2>/dev/null | jq '[.[] | select(.type == 12 or .type == "uprobe_multi")] | length' 2>/dev/null || echo "?"
+}
+
+# ---- the trap floor's probe lists, from memtrack's own placement log ----
+# "memtrack: probe free+0x3 at 0x98ef3: skips ..." -> entry probe at 0x98ef3 (placed) or 0x98ef0
+# (entry); allocation functions also get a return probe there, free and operator delete do not.
+"$MEMTRACK" -v track -o "$WORK/out" --no-stacks -- true 2>"$WORK/log/placement.log" >/dev/null ||
+    die "memtrack -v track -- true failed: $(tail -n 3 "$WORK/log/placement.log")"
+floor_args() { # placed|entry -> -e LIB:OFFS -r LIB:OFFS ... (one word per line)
+    local mode="$1" line name rel at off lib
+    local -A seen_e=() seen_r=() e=() r=()
+    while read -r line; do
+        [[ "$line" =~ probe\ ([A-Za-z0-9_]+)\+(0x[0-9a-f]+)\ at\ (0x[0-9a-f]+): ]] || continue
+        name="${BASH_REMATCH[1]}" rel="${BASH_REMATCH[2]}" at="${BASH_REMATCH[3]}"
+        if [[ "$mode" == placed ]]; then off=$((at)); else off=$((at - rel)); fi
+        if [[ "$name" == _Z* ]]; then lib="$LIBSTDCXX"; else lib="$LIBC"; fi
+        if [[ -z "${seen_e[$lib:$off]:-}" ]]; then
+            seen_e[$lib:$off]=1
+            e[$lib]+="${e[$lib]:+,}$(printf '0x%x' "$off")"
+        fi
+        if [[ "$name" != free && "$name" != _Zd* && -z "${seen_r[$lib:$off]:-}" ]]; then
+            seen_r[$lib:$off]=1
+            r[$lib]+="${r[$lib]:+,}$(printf '0x%x' "$off")"
+        fi
+    done <"$WORK/log/placement.log"
+    for lib in "${!e[@]}"; do printf -- '-e\n%s:%s\n' "$lib" "${e[$lib]}"; done
+    for lib in "${!r[@]}"; do printf -- '-r\n%s:%s\n' "$lib" "${r[$lib]}"; done
+}
+mapfile -t FLOOR_PLACED < <(floor_args placed)
+mapfile -t FLOOR_ENTRY < <(floor_args entry)
+((${#FLOOR_PLACED[@]} >= 4)) || die "no probe placement lines in memtrack -v output (see $WORK/log/placement.log)"
+
+BT_SCRIPT="uprobe:$LIBC:malloc { @malloc = count(); } uretprobe:$LIBC:malloc { @malloc_ret = count(); } uprobe:$LIBC:free { @free = count(); }"
+
+# ---- timing ----
+now() { echo "$EPOCHREALTIME"; }
+elapsed_s() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", b - a }'; }
+median() { sort -g "$1" | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+jget() { jq -r "$2" "$1"; }
+# The median over the stats files of one key (a jq path) of runs named PREFIX__r*.json.
+stat_median() {
+    local prefix="$1" path="$2" f tmp="$WORK/t/.stat"
+    : >"$tmp"
+    for f in "$WORK/stats/$prefix"__r*.json; do [[ -f "$f" ]] && jq -r "$path" "$f" >>"$tmp"; done
+    median "$tmp"
+}
+
+# run TOOL TAG CMD... : runs CMD under TOOL; appends the wall time (s) to $WORK/t/TAG; memtrack's
+# stats go to $WORK/stats/TAG__rREP.json and its stderr to $WORK/log/TAG__rREP.log.
+REP=1
+run() {
+    local tool="$1" tag="$2"
+    shift 2
+    local log="$WORK/log/${tag}__r$REP.log" stats="$WORK/stats/${tag}__r$REP.json" rc=0 t0 t1
+    local -a mt=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats")
+    t0=$(now)
+    case "$tool" in
+    untracked) "$@" >/dev/null 2>"$log" || rc=$? ;;
+    memtrack) "${mt[@]}" -- "$@" >/dev/null 2>"$log" || rc=$? ;;
+    memtrack-nostacks) "${mt[@]}" --no-stacks -- "$@" >/dev/null 2>"$log" || rc=$? ;;
+    memtrack-entry) "${mt[@]}" --no-stacks --probe-at-entry -- "$@" >/dev/null 2>"$log" || rc=$? ;;
+    heaptrack) heaptrack -o "$WORK/out/heaptrack.$tag" "$@" >/dev/null 2>"$log" || rc=$? ;;
+    bpftrace) bpftrace -e "$BT_SCRIPT" -c "$*" >"$log.out" 2>"$log" || rc=$? ;;
+    massif) valgrind --tool=massif --trace-children=yes --massif-out-file="$WORK/out/massif.%p" "$@" >/dev/null 2>"$log" || rc=$? ;;
+    floor) "$BIN/trap_floor" "${FLOOR_PLACED[@]}" -- "$@" >/dev/null 2>"$log" || rc=$? ;;
+    floor-entry) "$BIN/trap_floor" "${FLOOR_ENTRY[@]}" -- "$@" >/dev/null 2>"$log" || rc=$? ;;
+    *) die "unknown tool $tool" ;;
+    esac
+    t1=$(now)
+    elapsed_s "$t0" "$t1" >>"$WORK/t/$tag"
+    rm -rf "$WORK/out" && mkdir -p "$WORK/out"
+    if ((rc != 0)); then
+        echo "bench: warning: $tool $* exited with $rc ($(grep -m1 -e dropped -e error "$log" 2>/dev/null || true))" >&2
+        echo "$tag rep $REP: $tool exited with $rc" >>"$WORK/warnings"
+    fi
+    return 0
+}
+
+# mt_run TAG MEMTRACK-OPTIONS... -- CMD... : memtrack with options, timed like run(); also
+# keeps memtrack's max RSS (GNU time) in $WORK/log/TAG__rREP.log.rss.
+mt_run() { # TAG MEMTRACK-OPTIONS... -- CMD...
+    local tag="$1" rc=0 t0 t1
+    shift
+    local stats="$WORK/stats/${tag}__r$REP.json" log="$WORK/log/${tag}__r$REP.log"
+    t0=$(now)
+    /usr/bin/time -f '%M' -o "$log.rss" "$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" "$@" >/dev/null 2>"$log" || rc=$?
+    t1=$(now)
+    elapsed_s "$t0" "$t1" >>"$WORK/t/$tag"
+    rm -rf "$WORK/out" && mkdir -p "$WORK/out"
+    if ((rc != 0)); then
+        echo "bench: warning: memtrack $* exited with $rc ($(grep -m1 -e dropped -e error "$log" || true))" >&2
+        echo "$tag rep $REP: exited with $rc ($(grep -m1 -e dropped -e error "$log" || true))" >>"$WORK/warnings"
+    fi
+    return 0
+}
+
+fmt() { awk -v v="$1" -v f="$2" 'BEGIN { if (v == "nan" || v == "") print "n/a"; else printf f, v }'; }
+# calc EXPR: awk arithmetic; nan when an operand is missing (nan) or on division by zero.
+calc() {
+    [[ "$1" == *nan* || "$1" == *n/a* ]] && { echo nan; return 0; }
+    awk "BEGIN { v = $1; printf \"%.6g\", v }" 2>/dev/null || echo nan
+}
+
+section_t0=0
+begin_section() {
+    section_t0=$(now)
+    echo "bench: $1" >&2
+    echo
+    echo "## $1"
+    echo
+    echo "(load average at the start of this section: $(cut -d' ' -f1-3 /proc/loadavg))"
+    echo
+}
+end_section() { echo; echo "($(fmt "$(elapsed_s "$section_t0" "$(now)")" '%.0f') s)"; }
+
+# ---- header ----
+echo "# memtrack benchmarks"
+echo
+echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "- command: scripts/bench.sh$( ((${#SECTION[@]} < 5)) && printf ' --%s' "${!SECTION[@]}") --reps $REPS --scale $SCALE$( ((ISOLATE)) || echo ' --system-libc')"
+# shellcheck source=/dev/null
+echo "- machine: $(nproc) cpu ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), kernel $(uname -r), $(. /etc/os-release && echo "$PRETTY_NAME")"
+echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg); other processes' uprobe_multi links: $(foreign_uprobe_links)"
+echo "- libraries: $( ((ISOLATE)) && echo "private copies ($LIBC)" || echo "system ($LIBC)")"
+echo "- peers: $(heaptrack --version 2>&1 | head -n1), $(valgrind --version), $(bpftrace --version)"
+echo "- build lock wait: $LOCK_WAIT_S s; build (scripts/build.sh): $BUILD_S s"
+
+# ---- overhead ----
+WORKLOADS=(flood churn_c churn_cxx)
+TOOLS=(untracked memtrack memtrack-nostacks memtrack-entry floor floor-entry bpftrace heaptrack massif)
+declare -A TOOL_LABEL=(
+    [untracked]="untracked" [memtrack]="memtrack" [memtrack-nostacks]="memtrack --no-stacks"
+    [memtrack-entry]="memtrack --no-stacks --probe-at-entry" [floor]="trap floor (placed)"
+    [floor-entry]="trap floor (entry)" [bpftrace]="bpftrace (counting)" [heaptrack]="heaptrack"
+    [massif]="valgrind massif"
+)
+workload_cmd() { # NAME SIZE -> the command line
+    case "$1" in
+    flood) echo "$BIN/flood 1 $2" ;;
+    churn_c) echo "$BIN/churn_c $2" ;;
+    churn_cxx) echo "$BIN/churn_cxx $2" ;;
+    esac
+}
+declare -A WL_N=([flood]=$FLOOD_N [churn_c]=$CHURN_C_N [churn_cxx]=$CHURN_CXX_N)
+
+if on overhead; then
+    begin_section "Overhead"
+    # Interleaved: every repetition runs every workload under every tool, so drift in the
+    # machine's load spreads over all of them.
+    for ((REP = 1; REP <= REPS; ++REP)); do
+        for wl in "${WORKLOADS[@]}"; do
+            for tool in "${TOOLS[@]}"; do
+                for size in "${WL_N[$wl]}" 1; do
+                    # shellcheck disable=SC2046  # the command line is words
+                    run "$tool" "${wl}__${tool}__$size" $(workload_cmd "$wl" "$size")
+                done
+            done
+        done
+    done
+    echo "Sizes: flood 1 $FLOOD_N (malloc+free pairs), churn_c $CHURN_C_N (allocation calls), churn_cxx $CHURN_CXX_N (rounds)."
+    echo "Medians of $REPS runs. net us/alloc: (T(N) - T(1)) / (A(N) - A(1)) minus the untracked run's;"
+    echo "start+teardown: T(1) - untracked T(1); x floor: net us/alloc / the placed trap floor's."
+    echo
+    printf '| %-9s | %-38s | %10s | %9s | %12s | %15s | %8s |\n' workload tool "wall N (s)" slowdown "net us/alloc" "start+tear (ms)" "x floor"
+    echo "|-----------|----------------------------------------|-----------:|----------:|-------------:|----------------:|---------:|"
+    declare -A NET=() WALL=() STU=() ALLOCS=()
+    for wl in "${WORKLOADS[@]}"; do
+        n="${WL_N[$wl]}"
+        a_n=$(stat_median "${wl}__memtrack-nostacks__$n" .allocation_events)
+        a_1=$(stat_median "${wl}__memtrack-nostacks__1" .allocation_events)
+        ALLOCS[$wl]=$(calc "$a_n - $a_1")
+        u_n=$(median "$WORK/t/${wl}__untracked__$n")
+        u_1=$(median "$WORK/t/${wl}__untracked__1")
+        u_per=$(calc "($u_n - $u_1) / ${ALLOCS[$wl]} * 1e6")
+        for tool in "${TOOLS[@]}"; do
+            t_n=$(median "$WORK/t/${wl}__${tool}__$n")
+            t_1=$(median "$WORK/t/${wl}__${tool}__1")
+            WALL[$wl,$tool]=$t_n
+            NET[$wl,$tool]=$(calc "($t_n - $t_1) / ${ALLOCS[$wl]} * 1e6 - $u_per")
+            STU[$wl,$tool]=$(calc "($t_1 - $u_1) * 1e3")
+        done
+        for tool in "${TOOLS[@]}"; do
+            printf '| %-9s | %-38s | %10s | %9s | %12s | %15s | %8s |\n' "$wl" "${TOOL_LABEL[$tool]}" \
+                "$(fmt "${WALL[$wl,$tool]}" '%.3f')" "$(fmt "$(calc "${WALL[$wl,$tool]} / $u_n")" '%.1fx')" \
+                "$(if [[ $tool == untracked ]]; then fmt "$u_per" '%.3f'; else fmt "${NET[$wl,$tool]}" '%.2f'; fi)" \
+                "$(if [[ $tool == untracked ]]; then echo -; else fmt "${STU[$wl,$tool]}" '%.0f'; fi)" \
+                "$(if [[ $tool == untracked ]]; then echo -; else fmt "$(calc "${NET[$wl,$tool]} / ${NET[$wl,floor]}")" '%.2f'; fi)"
+        done
+    done
+    echo
+    echo "Allocation events counted by memtrack (A(N) - A(1)): flood ${ALLOCS[flood]}, churn_c ${ALLOCS[churn_c]}, churn_cxx ${ALLOCS[churn_cxx]}."
+    echo
+    echo "Derived:"
+    for wl in "${WORKLOADS[@]}"; do
+        echo "- $wl: memtrack --no-stacks / placed floor $(fmt "$(calc "${NET[$wl,memtrack-nostacks]} / ${NET[$wl,floor]}")" '%.2f');" \
+            "memtrack --no-stacks --probe-at-entry / entry floor $(fmt "$(calc "${NET[$wl,memtrack-entry]} / ${NET[$wl,floor-entry]}")" '%.2f');" \
+            "placement saves $(fmt "$(calc "${NET[$wl,memtrack-entry]} - ${NET[$wl,memtrack-nostacks]}")" '%.2f') us/alloc;" \
+            "memtrack / bpftrace $(fmt "$(calc "${NET[$wl,memtrack]} / ${NET[$wl,bpftrace]}")" '%.2f');" \
+            "stack capture adds $(fmt "$(calc "(${NET[$wl,memtrack]} / ${NET[$wl,memtrack-nostacks]} - 1) * 100")" '%.0f') %"
+    done
+    st_up=$(for f in "$WORK"/log/*__memtrack__1__r*.log; do sed -n 's/.*start-up took \([0-9.]*\) ms.*/\1/p' "$f"; done >"$WORK/t/.su"; median "$WORK/t/.su")
+    td=$(for f in "$WORK"/log/*__memtrack__1__r*.log; do sed -n 's/.*teardown took \([0-9.]*\) ms.*/\1/p' "$f"; done >"$WORK/t/.td"; median "$WORK/t/.td")
+    echo "- memtrack -v at size 1, all workloads: start-up took $(fmt "$st_up" '%.0f') ms, teardown took $(fmt "$td" '%.0f') ms (medians of its own log lines)"
+    end_section
+fi
+
+# ---- pressure ----
+if on pressure; then
+    begin_section "Pressure"
+    SMALL=(--ring-size 64K --consumer-delay-us 2000)
+    for ((REP = 1; REP <= REPS; ++REP)); do
+        mt_run pressure__resume0 --no-stacks "${SMALL[@]}" --resume-fill 0 -- "$BIN/flood" 2 "$PRESSURE_N"
+        mt_run pressure__default --no-stacks "${SMALL[@]}" -- "$BIN/flood" 2 "$PRESSURE_N"
+        mt_run pressure__defaults64M -- "$BIN/flood" 2 "$DEFAULT_N"
+    done
+    echo "flood 2 $PRESSURE_N (2 writers), memtrack --no-stacks ${SMALL[*]}; medians of $REPS runs:"
+    echo
+    echo "| resume at | wall (s) | paused_fraction | stop_to_resume p50 (ms) | p99 (ms) | chunk_ms max | pressure_stops | dropped |"
+    echo "|-----------|---------:|----------------:|------------------------:|---------:|-------------:|---------------:|--------:|"
+    for v in resume0 default; do
+        p="pressure__$v"
+        printf '| %-9s | %8s | %15s | %23s | %8s | %12s | %14s | %7s |\n' "$([[ $v == resume0 ]] && echo "empty (0)" || echo "0.25")" \
+            "$(fmt "$(median "$WORK/t/$p")" '%.2f')" "$(fmt "$(stat_median "$p" .paused_fraction)" '%.3f')" \
+            "$(fmt "$(stat_median "$p" .stop_to_resume_ms.p50)" '%.1f')" "$(fmt "$(stat_median "$p" .stop_to_resume_ms.p99)" '%.1f')" \
+            "$(fmt "$(stat_median "$p" .chunk_ms.max)" '%.1f')" "$(fmt "$(stat_median "$p" .pressure_stops)" '%.0f')" \
+            "$(fmt "$(stat_median "$p" .dropped)" '%.0f')"
+    done
+    echo
+    echo "Wall-time ratio resume-at-empty / resume-at-0.25: $(fmt "$(calc "$(median "$WORK/t/pressure__resume0") / $(median "$WORK/t/pressure__default")")" '%.2f')x"
+    echo
+    p=pressure__defaults64M
+    echo "Default settings (64 MiB ring, stacks on), flood 2 $DEFAULT_N: wall $(fmt "$(median "$WORK/t/$p")" '%.2f') s," \
+        "paused_fraction $(fmt "$(stat_median "$p" .paused_fraction)" '%.4f'), pressure_stops $(fmt "$(stat_median "$p" .pressure_stops)" '%.0f')," \
+        "max_fill $(fmt "$(stat_median "$p" .max_fill)" '%.4f'), dropped $(fmt "$(stat_median "$p" .dropped)" '%.0f')."
+    echo
+    REP=1
+    for rs in 4M 16M 64M; do
+        mt_run "sweep__$rs" --no-stacks --ring-size "$rs" -- "$BIN/flood" 2 "$DEFAULT_N"
+        mt_run "sweepslow__$rs" --no-stacks --ring-size "$rs" --consumer-delay-us 5000 -- "$BIN/flood" 2 "$DEFAULT_N"
+    done
+    echo "Ring-size sweep, flood 2 $DEFAULT_N, --no-stacks, one run each; memory: the event ring (mapped by"
+    echo "memtrack and the kernel) plus the 16 MiB stacks ring when stacks are on; max RSS of memtrack (GNU time):"
+    echo
+    echo "| ring | consumer   | wall (s) | paused_fraction | max_fill | pressure_stops | dropped | max RSS (MiB) |"
+    echo "|-----:|------------|---------:|----------------:|---------:|---------------:|--------:|--------------:|"
+    for rs in 4M 16M 64M; do
+        for kind in sweep sweepslow; do
+            p="${kind}__$rs"
+            printf '| %4s | %-10s | %8s | %15s | %8s | %14s | %7s | %13s |\n' "$rs" "$([[ $kind == sweep ]] && echo default || echo "5 ms/chunk")" \
+                "$(fmt "$(median "$WORK/t/$p")" '%.2f')" "$(fmt "$(stat_median "$p" .paused_fraction)" '%.4f')" \
+                "$(fmt "$(stat_median "$p" .max_fill)" '%.3f')" "$(fmt "$(stat_median "$p" .pressure_stops)" '%.0f')" \
+                "$(fmt "$(stat_median "$p" .dropped)" '%.0f')" "$(fmt "$(calc "$(tail -n1 "$WORK/log/${p}__r1.log.rss") / 1024")" '%.0f')"
+        done
+    done
+    end_section
+fi
+
+# ---- drain ----
+# drain_run TAG MEMTRACK-OPTIONS...: a flood under memtrack --socket, `memtrack ctl drain` timed
+# in a loop (one at a time, 100 ms apart) until memtrack exits.
+drain_run() {
+    local tag="$1" sock="$WORK/ctl.sock" pid t0 t1 i
+    shift
+    local stats="$WORK/stats/${tag}__r1.json" log="$WORK/log/${tag}__r1.log"
+    rm -f "$sock"
+    : >"$WORK/t/$tag"
+    t0=$(now)
+    "$MEMTRACK" -v track --socket "$sock" -o "$WORK/out" --stats "$stats" "$@" -- "$BIN/flood" 2 "$DRAIN_N" >/dev/null 2>"$log" &
+    pid=$!
+    for ((i = 0; i < 200; ++i)); do
+        "$MEMTRACK" ctl --socket "$sock" --timeout 10 ping >/dev/null 2>&1 && break
+        sleep 0.05
+    done
+    while kill -0 "$pid" 2>/dev/null; do
+        t0=$(now)
+        "$MEMTRACK" ctl --socket "$sock" --timeout 120 drain >/dev/null 2>&1 || break
+        t1=$(now)
+        awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f\n", (b - a) * 1e3 }' >>"$WORK/t/$tag"
+        sleep 0.1
+    done
+    wait "$pid" || echo "$tag: memtrack exited with $? ($(grep -m1 -e dropped -e error "$log" || true))" >>"$WORK/warnings"
+    rm -rf "$WORK/out" && mkdir -p "$WORK/out"
+}
+percentile() { # FILE P -> the P-th percentile (nearest rank) of the numbers in FILE
+    sort -g "$1" | awk -v p="$2" '{ v[NR] = $1 } END { if (NR == 0) { print "nan"; exit } i = int(p * NR + 0.999999); if (i < 1) i = 1; if (i > NR) i = NR; print v[i] }'
+}
+# The consumer's read rate while it reads (records/s), and with the testing delay per chunk.
+consumer_rate() { # STATS-FILE DELAY-US
+    jq -r --argjson d "$2" 'if .chunks > 0 and .chunk_ms.p50 > 0 then (.records / .chunks) / ((.chunk_ms.p50 + $d / 1000) / 1000) else "nan" end' "$1"
+}
+
+if on drain; then
+    begin_section "Drain"
+    declare -A DRAIN_OPTS=([default]="" [slow64M]="--consumer-delay-us 5000" [slow4M]="--ring-size 4M --consumer-delay-us 5000")
+    declare -A DRAIN_RING=([default]=67108864 [slow64M]=67108864 [slow4M]=4194304)
+    declare -A DRAIN_DELAY=([default]=0 [slow64M]=5000 [slow4M]=5000)
+    for d in default slow64M slow4M; do
+        # shellcheck disable=SC2086  # options are words
+        drain_run "drain__$d" --no-stacks ${DRAIN_OPTS[$d]}
+    done
+    echo "flood 2 $DRAIN_N under memtrack --no-stacks --socket; \`memtrack ctl drain\` round trips timed by the client,"
+    echo "one at a time, 100 ms apart, while the flood runs (client ms), and drain_ms from the stats (server side)."
+    echo "Full-ring read: ring_bytes / 56 records at the consumer's read rate of that run (records per chunk /"
+    echo "(chunk_ms p50 + the delay per chunk))."
+    echo
+    echo "| consumer | drains | client p50 (ms) | p99 | max | server drain_ms p50 | p99 | max | read rate (M rec/s) | full ring read (ms) | paused_fraction |"
+    echo "|----------|-------:|----------------:|----:|----:|--------------------:|----:|----:|--------------------:|--------------------:|----------------:|"
+    for d in default slow64M slow4M; do
+        f="$WORK/t/drain__$d"
+        st="$WORK/stats/drain__${d}__r1.json"
+        rate=$( [[ -f "$st" ]] && consumer_rate "$st" "${DRAIN_DELAY[$d]}" || echo nan)
+        printf '| %-40s | %6s | %15s | %3s | %3s | %19s | %3s | %3s | %19s | %19s | %15s |\n' \
+            "$( [[ -z "${DRAIN_OPTS[$d]}" ]] && echo "default (64 MiB ring)" || echo "${DRAIN_OPTS[$d]}")" "$(wc -l <"$f")" \
+            "$(fmt "$(percentile "$f" 0.50)" '%.1f')" "$(fmt "$(percentile "$f" 0.99)" '%.1f')" "$(fmt "$(percentile "$f" 1)" '%.1f')" \
+            "$(fmt "$(jget "$st" .drain_ms.p50 2>/dev/null)" '%.1f')" "$(fmt "$(jget "$st" .drain_ms.p99 2>/dev/null)" '%.1f')" \
+            "$(fmt "$(jget "$st" .drain_ms.max 2>/dev/null)" '%.1f')" "$(fmt "$(calc "$rate / 1e6")" '%.2f')" \
+            "$(fmt "$(calc "${DRAIN_RING[$d]} / 56 / $rate * 1e3")" '%.0f')" "$(fmt "$(jget "$st" .paused_fraction 2>/dev/null)" '%.3f')"
+    done
+    end_section
+fi
+
+# ---- stacks ----
+if on stacks; then
+    begin_section "Stacks"
+    for ((REP = 1; REP <= REPS; ++REP)); do
+        for k in 1 1024; do
+            run memtrack "callsites__memtrack__$k" "$BIN/callsites" "$CALLSITES_N" "$k"
+            run memtrack-nostacks "callsites__memtrack-nostacks__$k" "$BIN/callsites" "$CALLSITES_N" "$k"
+        done
+    done
+    echo "callsites $CALLSITES_N K: malloc+free pairs from K distinct call stacks; memtrack with stacks; medians of $REPS runs."
+    echo "avg frames = (stack_ring_bytes / stacks_unique - 24) / 8 (a stack record is 16 bytes of header + 8 per frame"
+    echo "+ the ring's 8-byte header). Without deduplication every allocation event would carry its stack:"
+    echo "ring bytes per event = 56 + 16 + 8 * avg_frames + 8."
+    echo
+    echo "| K | wall (s) | --no-stacks wall (s) | allocation_events | stacks_unique | avg frames | ring bytes/event | without dedup | symbolize_ms p50 | p99 | cache hit rate |"
+    echo "|--:|---------:|---------------------:|------------------:|--------------:|-----------:|-----------------:|--------------:|-----------------:|----:|---------------:|"
+    for k in 1 1024; do
+        p="callsites__memtrack__$k"
+        su=$(stat_median "$p" .stacks_unique)
+        frames=$(calc "($(stat_median "$p" .stack_ring_bytes) / $su - 24) / 8")
+        printf '| %4s | %8s | %20s | %17s | %13s | %10s | %16s | %13s | %16s | %3s | %14s |\n' "$k" \
+            "$(fmt "$(median "$WORK/t/$p")" '%.2f')" "$(fmt "$(median "$WORK/t/callsites__memtrack-nostacks__$k")" '%.2f')" \
+            "$(fmt "$(stat_median "$p" .allocation_events)" '%.0f')" "$(fmt "$su" '%.0f')" "$(fmt "$frames" '%.1f')" \
+            "$(fmt "$(stat_median "$p" .ring_bytes_per_event)" '%.2f')" "$(fmt "$(calc "56 + 24 + 8 * $frames")" '%.0f')" \
+            "$(fmt "$(stat_median "$p" .symbolize_ms.p50)" '%.2f')" "$(fmt "$(stat_median "$p" .symbolize_ms.p99)" '%.1f')" \
+            "$(fmt "$(stat_median "$p" .symbolizer_cache_hit_rate)" '%.4f')"
+    done
+    echo
+    p=callsites__memtrack__1024
+    su=$(stat_median "$p" .stacks_unique)
+    frames=$(calc "($(stat_median "$p" .stack_ring_bytes) / $su - 24) / 8")
+    p50=$(stat_median "$p" .symbolize_ms.p50)
+    hit=$(stat_median "$p" .symbolizer_cache_hit_rate)
+    echo "Symbolizer, K = 1024: $(fmt "$(calc "1000 / $p50")" '%.0f') stacks/s at the p50 symbolize time," \
+        "$(fmt "$(calc "1000 / $p50 * $frames")" '%.0f') frames/s; distinct addresses (cache misses, (1 - hit rate) * frames looked up):" \
+        "$(fmt "$(calc "(1 - $hit) * $su * $frames")" '%.0f'), $(fmt "$(calc "(1 - $hit) * $frames * 1000 / $p50")" '%.0f') per second of symbolizing."
+    echo "Symbolizing time, sum estimated as stacks_unique * p50: $(fmt "$(calc "$su * $p50 / 1000")" '%.2f') s of the" \
+        "$(fmt "$(median "$WORK/t/$p")" '%.2f') s run ($(fmt "$(median "$WORK/t/callsites__memtrack-nostacks__1024")" '%.2f') s without stacks)."
+    if on overhead; then
+        for wl in churn_c churn_cxx flood; do
+            echo "- stack capture on $wl: memtrack $(fmt "${NET[$wl,memtrack]}" '%.2f') vs --no-stacks $(fmt "${NET[$wl,memtrack-nostacks]}" '%.2f') us/alloc:" \
+                "+$(fmt "$(calc "(${NET[$wl,memtrack]} / ${NET[$wl,memtrack-nostacks]} - 1) * 100")" '%.0f') % (wall $(fmt "${WALL[$wl,memtrack]}" '%.2f') vs $(fmt "${WALL[$wl,memtrack-nostacks]}" '%.2f') s)"
+        done
+    else
+        echo "(the cost of stack capture on churn_c / churn_cxx is in the overhead section: --overhead)"
+    fi
+    end_section
+fi
+
+# ---- consumer ----
+if on consumer; then
+    begin_section "Consumer"
+    for ((REP = 1; REP <= REPS; ++REP)); do
+        mt_run consumer__8 --no-stacks -- "$BIN/flood" 8 "$CONSUMER_N"
+    done
+    p=consumer__8
+    echo "flood 8 $CONSUMER_N (8 writers, no delay), memtrack --no-stacks, default ring; medians of $REPS runs:"
+    echo
+    echo "| wall (s) | records | duration_s | records/s | chunks | records/chunk | chunk_ms p50 | p99 | max | read rate in chunks (M rec/s) | paused_fraction | dropped |"
+    echo "|---------:|--------:|-----------:|----------:|-------:|--------------:|-------------:|----:|----:|------------------------------:|----------------:|--------:|"
+    rate=$(for f in "$WORK/stats/$p"__r*.json; do consumer_rate "$f" 0; done >"$WORK/t/.rate"; median "$WORK/t/.rate")
+    printf '| %8s | %7s | %10s | %9s | %6s | %13s | %12s | %3s | %3s | %29s | %15s | %7s |\n' \
+        "$(fmt "$(median "$WORK/t/$p")" '%.2f')" "$(fmt "$(stat_median "$p" .records)" '%.0f')" \
+        "$(fmt "$(stat_median "$p" .duration_s)" '%.2f')" "$(fmt "$(stat_median "$p" '.records / .duration_s')" '%.0f')" \
+        "$(fmt "$(stat_median "$p" .chunks)" '%.0f')" "$(fmt "$(stat_median "$p" '.records / .chunks')" '%.0f')" \
+        "$(fmt "$(stat_median "$p" .chunk_ms.p50)" '%.3f')" "$(fmt "$(stat_median "$p" .chunk_ms.p99)" '%.2f')" \
+        "$(fmt "$(stat_median "$p" .chunk_ms.max)" '%.2f')" "$(fmt "$(calc "$rate / 1e6")" '%.2f')" \
+        "$(fmt "$(stat_median "$p" .paused_fraction)" '%.4f')" "$(fmt "$(stat_median "$p" .dropped)" '%.0f')"
+    echo
+    echo "records/s is records / duration_s: bounded by the producers (a malloc+free pair is 2 records and"
+    echo "costs the writer its uprobe traps; $(nproc) cpu(s) run the 8 writers and memtrack). The read rate in"
+    echo "chunks, (records / chunks) / chunk_ms p50, is what the consumer's copy loop sustains while it has records."
+    end_section
+fi
+
+# ---- footer ----
+echo
+if [[ -s "$WORK/warnings" ]]; then
+    echo "Warnings (non-zero exits; memtrack exits 1 when it dropped records):"
+    echo
+    sed 's/^/- /' "$WORK/warnings"
+    echo
+fi
+echo "Load average at end: $(cut -d' ' -f1-3 /proc/loadavg); other processes' uprobe_multi links: $(foreign_uprobe_links)."
+echo "Whole script: $(fmt "$(elapsed_s "$SCRIPT_T0" "$(now)")" '%.0f') s (lock wait $LOCK_WAIT_S s, build $BUILD_S s)."

@@ -1,0 +1,86 @@
+#include "process/StopRelease.hpp"
+
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "bpf/record.h"
+#include "core/Fd.hpp"
+#include "core/Log.hpp"
+
+namespace memtrack {
+namespace {
+
+// The process's start time in clock ticks since boot: field 22 of /proc/PID/stat.
+std::optional<uint64_t> proc_start_ticks(int32_t pid) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(f, line)) return std::nullopt;
+    const auto close = line.rfind(')');  // the command name may hold spaces and parentheses
+    if (close == std::string::npos) return std::nullopt;
+    std::istringstream rest(line.substr(close + 2));
+    std::string field;
+    for (int i = 3; i <= 22; ++i)
+        if (!(rest >> field)) return std::nullopt;
+    return std::stoull(field);
+}
+
+}  // namespace
+
+Result<bool> resume_if_same_process(int32_t pid, uint64_t start_boottime_ns) {
+    Fd pidfd(int(::syscall(SYS_pidfd_open, pid, 0)));
+    if (!pidfd.valid()) {
+        if (errno == ESRCH) return false;  // gone: nothing to resume
+        return errno_error("pidfd_open", std::to_string(pid));
+    }
+    const long hz = ::sysconf(_SC_CLK_TCK);
+    const auto ticks = proc_start_ticks(pid);
+    if (!ticks || *ticks != start_boottime_ns / (1000000000ull / uint64_t(hz))) return false;  // reused pid
+    if (::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGCONT, nullptr, 0) != 0) {
+        if (errno == ESRCH) return false;
+        return errno_error("pidfd_send_signal SIGCONT", std::to_string(pid));
+    }
+    return true;
+}
+
+Result<Released> release_stop(int map_fd, int other_map_fd, uint32_t pid) {
+    mt_stop stop{};
+    if (bpf_map_lookup_elem(map_fd, &pid, &stop) != 0) return Released{};
+    if (bpf_map_delete_elem(map_fd, &pid) != 0) return Released{};  // released by BPF at exit
+    Released out{true, false, stop.stop_ns};
+    mt_stop other{};
+    if (other_map_fd >= 0 && bpf_map_lookup_elem(other_map_fd, &pid, &other) == 0) return out;
+    auto r = resume_if_same_process(int32_t(pid), stop.start_boottime);
+    if (!r) return r.error();
+    out.resumed = *r;
+    return out;
+}
+
+std::vector<uint32_t> stopped_pids(int map_fd) {
+    std::vector<uint32_t> pids;
+    uint32_t key = 0, next = 0;
+    while (bpf_map_get_next_key(map_fd, pids.empty() ? nullptr : &key, &next) == 0) {
+        pids.push_back(next);
+        key = next;
+    }
+    return pids;
+}
+
+size_t resume_every_stopped(int map_fd, int other_map_fd) {
+    size_t resumed = 0;
+    for (uint32_t pid : stopped_pids(map_fd)) {
+        auto r = release_stop(map_fd, other_map_fd, pid);
+        if (!r) log::error("resume: {}", r.error().message());
+        else resumed += r->resumed;
+    }
+    return resumed;
+}
+
+}  // namespace memtrack
