@@ -79,12 +79,12 @@ on() { [[ -n "${SECTION[$1]:-}" ]]; }
 
 # Workload sizes at --scale 1: each tracked run takes about 1-3 s on a 2-core VM.
 scaled() { awk -v n="$1" -v f="$SCALE" 'BEGIN { v = int(n * f); print (v < 2 ? 2 : v) }'; }
-FLOOD_N=$(scaled 100000)        # flood 1 FLOOD_N: malloc+free pairs in one writer
-CHURN_C_N=$(scaled 100000)      # churn_c: allocation calls
-CHURN_CXX_N=$(scaled 3000)      # churn_cxx: rounds of about 27 operator new/delete pairs
+FLOOD_N=$(scaled 200000)        # flood 1 FLOOD_N: malloc+free pairs in one writer
+CHURN_C_N=$(scaled 150000)      # churn_c: allocation calls
+CHURN_CXX_N=$(scaled 4000)      # churn_cxx: rounds of about 27 operator new/delete pairs
 PRESSURE_N=$(scaled 50000)      # flood 2 PRESSURE_N under a 64 KiB ring and a slowed consumer
 DEFAULT_N=$(scaled 100000)      # flood 2 DEFAULT_N at default settings
-DRAIN_N=$(scaled 150000)        # flood 2 DRAIN_N while drains are timed
+DRAIN_N=$(scaled 200000)        # flood 2 DRAIN_N while drains are timed
 CALLSITES_N=$(scaled 100000)    # callsites: malloc+free pairs
 CONSUMER_N=$(scaled 40000)      # flood 8 CONSUMER_N
 
@@ -174,7 +174,7 @@ BT_SCRIPT="uprobe:$LIBC:malloc { @malloc = count(); } uretprobe:$LIBC:malloc { @
 
 # ---- timing ----
 now() { echo "$EPOCHREALTIME"; }
-elapsed_s() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", b - a }'; }
+elapsed_s() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f\n", b - a }'; }
 median() { sort -g "$1" | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 jget() { jq -r "$2" "$1"; }
 # The median over the stats files of one key (a jq path) of runs named PREFIX__r*.json.
@@ -397,7 +397,7 @@ fi
 
 # ---- drain ----
 # drain_run TAG MEMTRACK-OPTIONS...: a flood under memtrack --socket, `memtrack ctl drain` timed
-# in a loop (one at a time, 100 ms apart) until memtrack exits.
+# in a loop (one at a time, 20 ms apart) until memtrack exits.
 drain_run() {
     local tag="$1" sock="$WORK/ctl.sock" pid t0 t1 i
     shift
@@ -416,7 +416,7 @@ drain_run() {
         "$MEMTRACK" ctl --socket "$sock" --timeout 120 drain >/dev/null 2>&1 || break
         t1=$(now)
         awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f\n", (b - a) * 1e3 }' >>"$WORK/t/$tag"
-        sleep 0.1
+        sleep 0.02
     done
     wait "$pid" || echo "$tag: memtrack exited with $? ($(grep -m1 -e dropped -e error "$log" || true))" >>"$WORK/warnings"
     rm -rf "$WORK/out" && mkdir -p "$WORK/out"
@@ -439,7 +439,7 @@ if on drain; then
         drain_run "drain__$d" --no-stacks ${DRAIN_OPTS[$d]}
     done
     echo "flood 2 $DRAIN_N under memtrack --no-stacks --socket; \`memtrack ctl drain\` round trips timed by the client,"
-    echo "one at a time, 100 ms apart, while the flood runs (client ms), and drain_ms from the stats (server side)."
+    echo "one at a time, 20 ms apart, while the flood runs (client ms), and drain_ms from the stats (server side)."
     echo "Full-ring read: ring_bytes / 56 records at the consumer's read rate of that run (records per chunk /"
     echo "(chunk_ms p50 + the delay per chunk))."
     echo
@@ -509,28 +509,56 @@ if on stacks; then
 fi
 
 # ---- consumer ----
+# cpu_run TAG MEMTRACK-OPTIONS... -- CMD...: like mt_run, and records memtrack's own CPU time (all
+# its threads, not its children: utime + stime of /proc/PID/stat, read until it is a zombie).
+cpu_run() {
+    local tag="$1" pid st last="" rc=0 t0 t1
+    shift
+    local stats="$WORK/stats/${tag}__r$REP.json" log="$WORK/log/${tag}__r$REP.log"
+    local tck
+    tck=$(getconf CLK_TCK)
+    t0=$(now)
+    "$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" "$@" >/dev/null 2>"$log" &
+    pid=$!
+    while st=$(cat "/proc/$pid/stat" 2>/dev/null); do
+        last=$(awk -v t="$tck" '{ sub(/.*\) /, ""); print ($12 + $13) / t, $1 }' <<<"$st")
+        [[ "$last" == *" Z" ]] && break
+        sleep 0.01
+    done
+    wait "$pid" || rc=$?
+    t1=$(now)
+    elapsed_s "$t0" "$t1" >>"$WORK/t/$tag"
+    echo "${last% *}" >>"$WORK/t/$tag.cpu"
+    rm -rf "$WORK/out" && mkdir -p "$WORK/out"
+    ((rc == 0)) || echo "$tag rep $REP: exited with $rc ($(grep -m1 -e dropped -e error "$log" || true))" >>"$WORK/warnings"
+}
+
 if on consumer; then
     begin_section "Consumer"
     for ((REP = 1; REP <= REPS; ++REP)); do
-        mt_run consumer__8 --no-stacks -- "$BIN/flood" 8 "$CONSUMER_N"
+        cpu_run consumer__8 --no-stacks -- "$BIN/flood" 8 "$CONSUMER_N"
     done
     p=consumer__8
     echo "flood 8 $CONSUMER_N (8 writers, no delay), memtrack --no-stacks, default ring; medians of $REPS runs:"
     echo
-    echo "| wall (s) | records | duration_s | records/s | chunks | records/chunk | chunk_ms p50 | p99 | max | read rate in chunks (M rec/s) | paused_fraction | dropped |"
-    echo "|---------:|--------:|-----------:|----------:|-------:|--------------:|-------------:|----:|----:|------------------------------:|----------------:|--------:|"
+    echo "| wall (s) | records | duration_s | records/s | chunks | records/chunk | chunk_ms p50 | p99 | max | read rate in chunks (M rec/s) | memtrack CPU (s) | records per memtrack CPU-s (M) | dropped |"
+    echo "|---------:|--------:|-----------:|----------:|-------:|--------------:|-------------:|----:|----:|------------------------------:|-----------------:|-------------------------------:|--------:|"
     rate=$(for f in "$WORK/stats/$p"__r*.json; do consumer_rate "$f" 0; done >"$WORK/t/.rate"; median "$WORK/t/.rate")
-    printf '| %8s | %7s | %10s | %9s | %6s | %13s | %12s | %3s | %3s | %29s | %15s | %7s |\n' \
+    cpu=$(median "$WORK/t/$p.cpu")
+    printf '| %8s | %7s | %10s | %9s | %6s | %13s | %12s | %3s | %3s | %29s | %16s | %30s | %7s |\n' \
         "$(fmt "$(median "$WORK/t/$p")" '%.2f')" "$(fmt "$(stat_median "$p" .records)" '%.0f')" \
         "$(fmt "$(stat_median "$p" .duration_s)" '%.2f')" "$(fmt "$(stat_median "$p" '.records / .duration_s')" '%.0f')" \
         "$(fmt "$(stat_median "$p" .chunks)" '%.0f')" "$(fmt "$(stat_median "$p" '.records / .chunks')" '%.0f')" \
         "$(fmt "$(stat_median "$p" .chunk_ms.p50)" '%.3f')" "$(fmt "$(stat_median "$p" .chunk_ms.p99)" '%.2f')" \
         "$(fmt "$(stat_median "$p" .chunk_ms.max)" '%.2f')" "$(fmt "$(calc "$rate / 1e6")" '%.2f')" \
-        "$(fmt "$(stat_median "$p" .paused_fraction)" '%.4f')" "$(fmt "$(stat_median "$p" .dropped)" '%.0f')"
+        "$(fmt "$cpu" '%.2f')" "$(fmt "$(calc "$(stat_median "$p" .records) / $cpu / 1e6")" '%.2f')" \
+        "$(fmt "$(stat_median "$p" .dropped)" '%.0f')"
     echo
     echo "records/s is records / duration_s: bounded by the producers (a malloc+free pair is 2 records and"
     echo "costs the writer its uprobe traps; $(nproc) cpu(s) run the 8 writers and memtrack). The read rate in"
-    echo "chunks, (records / chunks) / chunk_ms p50, is what the consumer's copy loop sustains while it has records."
+    echo "chunks, (records / chunks) / chunk_ms p50, is what the consumer's copy loop sustains while it has"
+    echo "records; records per memtrack CPU-second (all of memtrack's threads: consumer, Writer with its"
+    echo "encoding and zstd, the rest) is what the whole pipeline would sustain on a core of its own."
     end_section
 fi
 

@@ -6,22 +6,9 @@
 
 #include <msgpack.hpp>
 
+#include "format/MsgpackStream.hpp"
+
 namespace memtrack {
-namespace {
-
-// msgpack::packer writes through any type with write(const char*, size_t); appending straight
-// into the caller's string avoids an intermediate sbuffer copy per event.
-struct StringSink {
-    std::string& out;
-    void write(const char* data, size_t len) { out.append(data, len); }
-};
-
-void pack_string(msgpack::packer<StringSink>& pk, std::string_view key) {
-    pk.pack_str(static_cast<uint32_t>(key.size()));
-    pk.pack_str_body(key.data(), static_cast<uint32_t>(key.size()));
-}
-
-}  // namespace
 
 void encode_event(const Event& e, std::string& out) {
     const std::string_view type = artifact_name(e.kind);
@@ -34,6 +21,8 @@ void encode_event(const Event& e, std::string& out) {
     const bool with_size = e.kind != EventKind::Free;
     const bool with_stack = is_allocation(e.kind) && e.stack_hash != 0;
 
+    using msgpack_stream::pack_string;
+    using msgpack_stream::StringSink;
     StringSink sink{out};
     msgpack::packer<StringSink> pk(sink);
     pk.pack_map(5 + uint32_t(with_old_addr) + uint32_t(with_size) + uint32_t(with_stack));

@@ -753,11 +753,14 @@ TEST_CASE("control: under load, every drain holds every allocation made before i
     Processes procs;
     const std::string sock = dir / "ctl.sock";
     const std::string counter_path = dir / "counter";
-    // A small ring read slowly (16 records every 2 ms, at most 8000 records a second) behind a
-    // writer that allocates as fast as it can: the ring is always backed up, the writer is
-    // paused and resumed by the pressure control, and each drain has a backlog to go through.
-    // The slow consumer also keeps the artifact small enough to decode twenty times.
-    Child mt = spawn_child(track_argv(dir, sock, {"--ring-size", "256K", "--consumer-delay-us", "2000", "--chunk-records", "16"},
+    // A small ring read slowly behind a writer that allocates as fast as it can: the consumer
+    // takes 4 records every 8 ms (at most 500 a second), so the 16 KiB ring (292 records) sits at
+    // its stop watermark, the writer is paused and resumed by the pressure control all the time,
+    // and every drain has a backlog of a few hundred records to get through (about 0.4 s).
+    // Volume matters too: each check decodes the whole live artifact again, and while memtrack
+    // runs every malloc on the machine (memtrack dump's included) goes through its uprobes, so
+    // decoding is slow; 500 records a second keeps the twenty decodes to seconds.
+    Child mt = spawn_child(track_argv(dir, sock, {"--ring-size", "16K", "--consumer-delay-us", "8000", "--chunk-records", "4"},
                                       {fixture("phases"), counter_path}),
                            dir / "memtrack.err", procs);
     wait_ready(sock, mt, procs);
@@ -769,7 +772,7 @@ TEST_CASE("control: under load, every drain holds every allocation made before i
     CHECK(root_pid == fx);
 
     send_text(mt, "l");
-    counter.wait_above(1000, kPhase);
+    counter.wait_above(300, kPhase);
 
     Client c = Client::connect(sock);
     std::vector<double> latencies;
@@ -813,6 +816,7 @@ TEST_CASE("control: under load, every drain holds every allocation made before i
                 st.contains("drain_ms") ? json::serialize(st.at("drain_ms")).c_str() : "?");
     std::fflush(stdout);
     CHECK(u64_field(st, "dropped") == 0);
+    CHECK_MESSAGE(u64_field(st, "pressure_stops") > 0, "the writer was never paused: the drains ran without a backlog");
 
     CHECK_MESSAGE(proc_state(fx) != 0, "the writer is gone");
 

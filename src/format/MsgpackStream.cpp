@@ -1,0 +1,217 @@
+#include "format/MsgpackStream.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <limits>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <zstd.h>
+
+#include "core/Fd.hpp"
+
+namespace memtrack::msgpack_stream {
+
+void pack_string(msgpack::packer<StringSink>& pk, std::string_view s) {
+    pk.pack_str(static_cast<uint32_t>(s.size()));
+    pk.pack_str_body(s.data(), static_cast<uint32_t>(s.size()));
+}
+
+std::string_view type_name(msgpack::type::object_type t) {
+    switch (t) {
+        case msgpack::type::NIL: return "nil";
+        case msgpack::type::BOOLEAN: return "bool";
+        case msgpack::type::POSITIVE_INTEGER: return "uint";
+        case msgpack::type::NEGATIVE_INTEGER: return "negative int";
+        case msgpack::type::FLOAT32: return "float32";
+        case msgpack::type::FLOAT64: return "float64";
+        case msgpack::type::STR: return "str";
+        case msgpack::type::BIN: return "bin";
+        case msgpack::type::ARRAY: return "array";
+        case msgpack::type::MAP: return "map";
+        case msgpack::type::EXT: return "ext";
+    }
+    return "unknown";
+}
+
+std::optional<std::string> get_u64(const msgpack::object& v, std::string_view key, uint64_t& out) {
+    if (v.type != msgpack::type::POSITIVE_INTEGER)
+        return fmt::format("key '{}': expected uint, found {}", key, type_name(v.type));
+    out = v.via.u64;
+    return std::nullopt;
+}
+
+std::optional<std::string> get_u32(const msgpack::object& v, std::string_view key, uint32_t& out) {
+    uint64_t wide = 0;
+    if (auto bad = get_u64(v, key, wide)) return bad;
+    if (wide > std::numeric_limits<uint32_t>::max())
+        return fmt::format("key '{}': {} does not fit in u32", key, wide);
+    out = uint32_t(wide);
+    return std::nullopt;
+}
+
+std::optional<std::string> get_i32(const msgpack::object& v, std::string_view key, int32_t& out) {
+    if (v.type == msgpack::type::POSITIVE_INTEGER) {
+        if (v.via.u64 > uint64_t(std::numeric_limits<int32_t>::max()))
+            return fmt::format("key '{}': {} does not fit in i32", key, v.via.u64);
+        out = int32_t(v.via.u64);
+        return std::nullopt;
+    }
+    if (v.type == msgpack::type::NEGATIVE_INTEGER) {
+        if (v.via.i64 < int64_t(std::numeric_limits<int32_t>::min()))
+            return fmt::format("key '{}': {} does not fit in i32", key, v.via.i64);
+        out = int32_t(v.via.i64);
+        return std::nullopt;
+    }
+    return fmt::format("key '{}': expected int, found {}", key, type_name(v.type));
+}
+
+std::optional<std::string> get_str(const msgpack::object& v, std::string_view key, std::string& out) {
+    if (v.type != msgpack::type::STR)
+        return fmt::format("key '{}': expected str, found {}", key, type_name(v.type));
+    out.assign(v.via.str.ptr, v.via.str.size);
+    return std::nullopt;
+}
+
+std::optional<std::string> get_bool(const msgpack::object& v, std::string_view key, bool& out) {
+    if (v.type != msgpack::type::BOOLEAN)
+        return fmt::format("key '{}': expected bool, found {}", key, type_name(v.type));
+    out = v.via.boolean;
+    return std::nullopt;
+}
+
+namespace {
+
+Error corrupt_zstd(uint64_t offset, std::string reason) {
+    return Error{fmt::format("corrupt zstd stream at compressed offset {}", offset), {}, 0, std::move(reason)};
+}
+
+struct DCtxDeleter {
+    void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
+};
+
+// Decompressed bytes not yet decoded, and where they sit in the decompressed stream.
+class ValueDecoder {
+public:
+    ValueDecoder(const msgpack::unpack_limit& limits, std::string_view noun, const OnValue& on_value)
+        : limits_(limits), noun_(noun), on_value_(on_value) {}
+
+    // Appends decompressed bytes and delivers every value now complete.
+    std::optional<Error> feed(const char* data, size_t len) {
+        pending_.append(data, len);
+        size_t pos = 0;
+        std::optional<Error> err;
+        while (pos < pending_.size()) {
+            size_t next = pos;
+            msgpack::object_handle oh;
+            try {
+                oh = msgpack::unpack(pending_.data(), pending_.size(), next, nullptr, nullptr, limits_);
+            } catch (const msgpack::insufficient_bytes&) {
+                // The value continues in the next decompressed chunk; parse it again from its
+                // start then. Values are small next to a chunk, so re-parsing costs little.
+                break;
+            } catch (const msgpack::unpack_error& ex) {
+                err = corrupt(base_ + pos, fmt::format("invalid MessagePack: {}", ex.what()));
+                break;
+            }
+            if (auto bad = on_value_(oh.get(), base_ + pos)) {
+                err = corrupt(base_ + pos, std::move(*bad));
+                break;
+            }
+            ++count_;
+            pos = next;
+        }
+        pending_.erase(0, pos);
+        base_ += pos;
+        return err;
+    }
+
+    // Bytes left over at the end of the stream: the start of a value that never ended.
+    std::optional<Error> finish() const {
+        if (pending_.empty()) return std::nullopt;
+        return corrupt(base_, fmt::format("value cut short by the end of the stream ({} bytes left)",
+                                          pending_.size()));
+    }
+
+    uint64_t count() const { return count_; }
+
+private:
+    Error corrupt(uint64_t offset, std::string reason) const {
+        return Error{fmt::format("corrupt {} at decompressed offset {}", noun_, offset), {}, 0, std::move(reason)};
+    }
+
+    const msgpack::unpack_limit& limits_;
+    std::string_view noun_;
+    const OnValue& on_value_;
+    std::string pending_;
+    uint64_t base_ = 0;  // decompressed offset of pending_[0]
+    uint64_t count_ = 0;
+};
+
+}  // namespace
+
+Result<uint64_t> read_stream(const std::string& path, const msgpack::unpack_limit& limits, const Wording& wording,
+                             const OnValue& on_value) {
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return errno_error("open", path);
+    std::unique_ptr<ZSTD_DCtx, DCtxDeleter> dctx(ZSTD_createDCtx());
+    if (!dctx) return Error{"ZSTD_createDCtx", path, ENOMEM, {}};
+
+    std::vector<char> in(ZSTD_DStreamInSize());
+    std::vector<char> out(ZSTD_DStreamOutSize());
+    ValueDecoder values(limits, wording.value, on_value);
+    uint64_t file_offset = 0;  // compressed bytes read so far
+    uint64_t frame_start = 0;
+    bool in_frame = false;
+
+    // Runs the decompressor over `input` (empty at the end of the file, to drain what it holds)
+    // and decodes what comes out.
+    auto decompress = [&](ZSTD_inBuffer& input, uint64_t input_offset) -> std::optional<Error> {
+        for (;;) {
+            const size_t before = input.pos;
+            ZSTD_outBuffer output{out.data(), out.size(), 0};
+            const size_t ret = ZSTD_decompressStream(dctx.get(), &output, &input);
+            if (ZSTD_isError(ret)) return corrupt_zstd(input_offset + input.pos, ZSTD_getErrorName(ret));
+            if (!in_frame && input.pos > before) {
+                in_frame = true;
+                frame_start = input_offset + before;
+            }
+            // zstd stops at each frame's end and returns 0 there, having flushed all its output.
+            if (ret == 0) in_frame = false;
+            if (output.pos > 0)
+                if (auto err = values.feed(out.data(), output.pos)) return err;
+            // A full output buffer may mean more is waiting inside zstd, even with no input left.
+            if (input.pos == input.size && output.pos < output.size) return std::nullopt;
+            if (input.size == 0 && output.pos == 0) return std::nullopt;
+        }
+    };
+
+    for (;;) {
+        const ssize_t n = ::read(fd.get(), in.data(), in.size());
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno_error("read", path);
+        }
+        if (n == 0) break;
+        ZSTD_inBuffer input{in.data(), size_t(n), 0};
+        if (auto err = decompress(input, file_offset)) return *err;
+        file_offset += uint64_t(n);
+    }
+
+    if (file_offset == 0) return Error{fmt::format("empty {} (0 bytes)", wording.file), {}, 0, {}};
+    if (in_frame) {
+        ZSTD_inBuffer none{nullptr, 0, 0};
+        if (auto err = decompress(none, file_offset)) return *err;
+        return Error{fmt::format("truncated {}: unfinished zstd frame at compressed offset {}", wording.file,
+                                 frame_start),
+                     {}, 0, fmt::format("file ends at byte {}", file_offset)};
+    }
+    if (auto err = values.finish()) return *err;
+    return values.count();
+}
+
+}  // namespace memtrack::msgpack_stream

@@ -1,0 +1,68 @@
+#pragma once
+// What the artifact and stacks-file codecs share: packing straight into a std::string, typed
+// reads of decoded values with the decoders' error wording, and streaming a zstd file of
+// concatenated MessagePack values one value at a time.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <msgpack.hpp>
+
+#include "core/Result.hpp"
+
+namespace memtrack::msgpack_stream {
+
+// ---- writing ----
+
+// msgpack::packer writes through any type with write(const char*, size_t); appending straight
+// into the caller's string avoids an intermediate sbuffer copy per value.
+struct StringSink {
+    std::string& out;
+    void write(const char* data, size_t len) { out.append(data, len); }
+};
+
+void pack_string(msgpack::packer<StringSink>& pk, std::string_view s);
+
+// ---- typed reads ----
+// Each returns why `v` does not fit, naming `key`, or nothing after storing it in `out`.
+
+std::string_view type_name(msgpack::type::object_type t);
+
+std::optional<std::string> get_u64(const msgpack::object& v, std::string_view key, uint64_t& out);
+std::optional<std::string> get_u32(const msgpack::object& v, std::string_view key, uint32_t& out);
+std::optional<std::string> get_i32(const msgpack::object& v, std::string_view key, int32_t& out);
+std::optional<std::string> get_str(const msgpack::object& v, std::string_view key, std::string& out);
+std::optional<std::string> get_bool(const msgpack::object& v, std::string_view key, bool& out);
+
+// ---- streaming ----
+
+// How a reader names its values and its files in error messages.
+struct Wording {
+    std::string_view value;  // "event": "corrupt event at decompressed offset N: ..."
+    std::string_view file;   // "artifact": "empty artifact (0 bytes)", "truncated artifact: ..."
+};
+
+// Takes one decoded value and the decompressed offset where it starts; returns why the value
+// is rejected, or nothing once it has been delivered.
+using OnValue = std::function<std::optional<std::string>(const msgpack::object& value, uint64_t offset)>;
+
+// Streams the zstd file at `path` (any number of frames), decoding the MessagePack values in
+// it one after another under `limits` and passing each to `on_value`, and returns how many
+// were accepted. Memory stays bounded by zstd's window plus one value, whatever the size.
+//
+// On a problem the values before it have already been delivered, and the Error's message()
+// says where, with `wording` filled in:
+//   "corrupt <value> at decompressed offset N: <reason>"
+//     (reason: on_value's, "invalid MessagePack: ...", or "value cut short by the end of the
+//     stream (K bytes left)")
+//   "corrupt zstd stream at compressed offset N: <zstd's reason>"
+//   "truncated <file>: unfinished zstd frame at compressed offset N: file ends at byte M"
+//     (N is where that frame starts)
+//   "empty <file> (0 bytes)"
+// and open/read failures carry their errno.
+Result<uint64_t> read_stream(const std::string& path, const msgpack::unpack_limit& limits, const Wording& wording,
+                             const OnValue& on_value);
+
+}  // namespace memtrack::msgpack_stream
