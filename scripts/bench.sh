@@ -185,29 +185,34 @@ stat_median() {
     median "$tmp"
 }
 
-# run TOOL TAG CMD... : runs CMD under TOOL; appends the wall time (s) to $WORK/t/TAG; memtrack's
-# stats go to $WORK/stats/TAG__rREP.json and its stderr to $WORK/log/TAG__rREP.log.
+# run TOOL TAG CMD... : runs CMD under TOOL; appends the wall time (s) to $WORK/t/TAG and the CPU
+# time (user + system, s, of the tool and everything it reaped, the command included: bash's
+# `time`, i.e. getrusage(RUSAGE_CHILDREN)) to
+# $WORK/t/TAG.cpu; memtrack's stats go to $WORK/stats/TAG__rREP.json, stderr to $WORK/log/TAG__rREP.log.
 REP=1
+TIMEFORMAT='%3R %3U %3S'
 run() {
     local tool="$1" tag="$2"
     shift 2
     local log="$WORK/log/${tag}__r$REP.log" stats="$WORK/stats/${tag}__r$REP.json" rc=0 t0 t1
-    local -a mt=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats")
-    t0=$(now)
+    local -a cmd
     case "$tool" in
-    untracked) "$@" >/dev/null 2>"$log" || rc=$? ;;
-    memtrack) "${mt[@]}" -- "$@" >/dev/null 2>"$log" || rc=$? ;;
-    memtrack-nostacks) "${mt[@]}" --no-stacks -- "$@" >/dev/null 2>"$log" || rc=$? ;;
-    memtrack-entry) "${mt[@]}" --no-stacks --probe-at-entry -- "$@" >/dev/null 2>"$log" || rc=$? ;;
-    heaptrack) heaptrack -o "$WORK/out/heaptrack.$tag" "$@" >/dev/null 2>"$log" || rc=$? ;;
-    bpftrace) bpftrace -e "$BT_SCRIPT" -c "$*" >"$log.out" 2>"$log" || rc=$? ;;
-    massif) valgrind --tool=massif --trace-children=yes --massif-out-file="$WORK/out/massif.%p" "$@" >/dev/null 2>"$log" || rc=$? ;;
-    floor) "$BIN/trap_floor" "${FLOOR_PLACED[@]}" -- "$@" >/dev/null 2>"$log" || rc=$? ;;
-    floor-entry) "$BIN/trap_floor" "${FLOOR_ENTRY[@]}" -- "$@" >/dev/null 2>"$log" || rc=$? ;;
+    untracked) cmd=("$@") ;;
+    memtrack) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" -- "$@") ;;
+    memtrack-nostacks) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --no-stacks -- "$@") ;;
+    memtrack-entry) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --no-stacks --probe-at-entry -- "$@") ;;
+    heaptrack) cmd=(heaptrack -o "$WORK/out/heaptrack.$tag" "$@") ;;
+    bpftrace) cmd=(bpftrace -e "$BT_SCRIPT" -c "$*") ;;
+    massif) cmd=(valgrind --tool=massif --trace-children=yes --massif-out-file="$WORK/out/massif.%p" "$@") ;;
+    floor) cmd=("$BIN/trap_floor" "${FLOOR_PLACED[@]}" -- "$@") ;;
+    floor-entry) cmd=("$BIN/trap_floor" "${FLOOR_ENTRY[@]}" -- "$@") ;;
     *) die "unknown tool $tool" ;;
     esac
+    t0=$(now)
+    { time "${cmd[@]}" >"$log.out" 2>"$log"; } 2>"$log.time" || rc=$?
     t1=$(now)
     elapsed_s "$t0" "$t1" >>"$WORK/t/$tag"
+    tail -n 1 "$log.time" | awk '{ printf "%.3f\n", $2 + $3 }' >>"$WORK/t/$tag.cpu"
     rm -rf "$WORK/out" && mkdir -p "$WORK/out"
     if ((rc != 0)); then
         echo "bench: warning: $tool $* exited with $rc ($(grep -m1 -e dropped -e error "$log" 2>/dev/null || true))" >&2
@@ -298,12 +303,20 @@ if on overhead; then
         done
     done
     echo "Sizes: flood 1 $FLOOD_N (malloc+free pairs), churn_c $CHURN_C_N (allocation calls), churn_cxx $CHURN_CXX_N (rounds)."
-    echo "Medians of $REPS runs. net us/alloc: (T(N) - T(1)) / (A(N) - A(1)) minus the untracked run's;"
-    echo "start+teardown: T(1) - untracked T(1); x floor: net us/alloc / the placed trap floor's."
+    echo "Medians of $REPS runs. Wall: elapsed time; CPU: user + system time of the tool and the command"
+    echo "(getrusage of the tool and all it reaped), less sensitive to the machine's load than wall time."
+    echo "net us/alloc: (T(N) - T(1)) / (A(N) - A(1)) minus the untracked run's; x floor: net us/alloc"
+    echo "divided by the placed trap floor's; start+tear: wall T(1) - untracked wall T(1)."
     echo
-    printf '| %-9s | %-38s | %10s | %9s | %12s | %15s | %8s |\n' workload tool "wall N (s)" slowdown "net us/alloc" "start+tear (ms)" "x floor"
-    echo "|-----------|----------------------------------------|-----------:|----------:|-------------:|----------------:|---------:|"
-    declare -A NET=() WALL=() STU=() ALLOCS=()
+    printf '| %-9s | %-38s | %10s | %9s | %12s | %9s | %9s | %11s | %9s | %15s |\n' workload tool "wall N (s)" slowdown \
+        "net us/alloc" "x floor" "CPU N (s)" "net CPU us" "x floor" "start+tear (ms)"
+    echo "|-----------|----------------------------------------|-----------:|----------:|-------------:|----------:|----------:|------------:|----------:|----------------:|"
+    declare -A NET=() NETC=() WALL=() CPU=() STU=() ALLOCS=()
+    # net_per_alloc WORKLOAD TOOL SUFFIX -> (T(N) - T(1)) / allocations, in us (SUFFIX "" wall, .cpu CPU)
+    net_per_alloc() {
+        local n="${WL_N[$1]}"
+        calc "($(median "$WORK/t/${1}__${2}__$n$3") - $(median "$WORK/t/${1}__${2}__1$3")) / ${ALLOCS[$1]} * 1e6"
+    }
     for wl in "${WORKLOADS[@]}"; do
         n="${WL_N[$wl]}"
         a_n=$(stat_median "${wl}__memtrack-nostacks__$n" .allocation_events)
@@ -311,32 +324,49 @@ if on overhead; then
         ALLOCS[$wl]=$(calc "$a_n - $a_1")
         u_n=$(median "$WORK/t/${wl}__untracked__$n")
         u_1=$(median "$WORK/t/${wl}__untracked__1")
-        u_per=$(calc "($u_n - $u_1) / ${ALLOCS[$wl]} * 1e6")
+        u_per=$(net_per_alloc "$wl" untracked "")
+        u_perc=$(net_per_alloc "$wl" untracked .cpu)
         for tool in "${TOOLS[@]}"; do
-            t_n=$(median "$WORK/t/${wl}__${tool}__$n")
-            t_1=$(median "$WORK/t/${wl}__${tool}__1")
-            WALL[$wl,$tool]=$t_n
-            NET[$wl,$tool]=$(calc "($t_n - $t_1) / ${ALLOCS[$wl]} * 1e6 - $u_per")
-            STU[$wl,$tool]=$(calc "($t_1 - $u_1) * 1e3")
+            WALL[$wl,$tool]=$(median "$WORK/t/${wl}__${tool}__$n")
+            CPU[$wl,$tool]=$(median "$WORK/t/${wl}__${tool}__$n.cpu")
+            NET[$wl,$tool]=$(calc "$(net_per_alloc "$wl" "$tool" "") - $u_per")
+            NETC[$wl,$tool]=$(calc "$(net_per_alloc "$wl" "$tool" .cpu) - $u_perc")
+            STU[$wl,$tool]=$(calc "($(median "$WORK/t/${wl}__${tool}__1") - $u_1) * 1e3")
         done
         for tool in "${TOOLS[@]}"; do
-            printf '| %-9s | %-38s | %10s | %9s | %12s | %15s | %8s |\n' "$wl" "${TOOL_LABEL[$tool]}" \
-                "$(fmt "${WALL[$wl,$tool]}" '%.3f')" "$(fmt "$(calc "${WALL[$wl,$tool]} / $u_n")" '%.1fx')" \
-                "$(if [[ $tool == untracked ]]; then fmt "$u_per" '%.3f'; else fmt "${NET[$wl,$tool]}" '%.2f'; fi)" \
-                "$(if [[ $tool == untracked ]]; then echo -; else fmt "${STU[$wl,$tool]}" '%.0f'; fi)" \
-                "$(if [[ $tool == untracked ]]; then echo -; else fmt "$(calc "${NET[$wl,$tool]} / ${NET[$wl,floor]}")" '%.2f'; fi)"
+            if [[ $tool == untracked ]]; then
+                printf '| %-9s | %-38s | %10s | %9s | %12s | %9s | %9s | %11s | %9s | %15s |\n' "$wl" "${TOOL_LABEL[$tool]}" \
+                    "$(fmt "$u_n" '%.3f')" 1.0x "$(fmt "$u_per" '(%.3f)')" - "$(fmt "${CPU[$wl,$tool]}" '%.3f')" \
+                    "$(fmt "$u_perc" '(%.3f)')" - -
+                continue
+            fi
+            label="${TOOL_LABEL[$tool]}"
+            # heaptrack does not follow fork(): flood's writer, a child, runs untraced.
+            [[ $wl == flood && $tool == heaptrack ]] && label="heaptrack (writer untraced: no fork)"
+            printf '| %-9s | %-38s | %10s | %9s | %12s | %9s | %9s | %11s | %9s | %15s |\n' "$wl" "$label" \
+                "$(fmt "${WALL[$wl,$tool]}" '%.3f')" "$(fmt "$(calc "${WALL[$wl,$tool]} / $u_n")" '%.0fx')" \
+                "$(fmt "${NET[$wl,$tool]}" '%.2f')" "$(fmt "$(calc "${NET[$wl,$tool]} / ${NET[$wl,floor]}")" '%.2f')" \
+                "$(fmt "${CPU[$wl,$tool]}" '%.3f')" "$(fmt "${NETC[$wl,$tool]}" '%.2f')" \
+                "$(fmt "$(calc "${NETC[$wl,$tool]} / ${NETC[$wl,floor]}")" '%.2f')" "$(fmt "${STU[$wl,$tool]}" '%.0f')"
         done
     done
     echo
     echo "Allocation events counted by memtrack (A(N) - A(1)): flood ${ALLOCS[flood]}, churn_c ${ALLOCS[churn_c]}, churn_cxx ${ALLOCS[churn_cxx]}."
+    echo "The untracked rows' net columns (in parentheses) are the workload's own cost per allocation, already"
+    echo "subtracted from the other rows. heaptrack does not follow fork(): under flood it traces only the parent,"
+    echo "not the writer, so that row measures nothing (its churn rows are valid). bpftrace probes malloc (entry"
+    echo "and return) and free only: on churn_c it misses the calloc and realloc calls (half of them)."
     echo
-    echo "Derived:"
+    echo "Derived (wall / CPU):"
+    ratio() { # WORKLOAD TOOL-A TOOL-B -> "wall / CPU" ratios of their net costs
+        echo "$(fmt "$(calc "${NET[$1,$2]} / ${NET[$1,$3]}")" '%.2f') / $(fmt "$(calc "${NETC[$1,$2]} / ${NETC[$1,$3]}")" '%.2f')"
+    }
     for wl in "${WORKLOADS[@]}"; do
-        echo "- $wl: memtrack --no-stacks / placed floor $(fmt "$(calc "${NET[$wl,memtrack-nostacks]} / ${NET[$wl,floor]}")" '%.2f');" \
-            "memtrack --no-stacks --probe-at-entry / entry floor $(fmt "$(calc "${NET[$wl,memtrack-entry]} / ${NET[$wl,floor-entry]}")" '%.2f');" \
-            "placement saves $(fmt "$(calc "${NET[$wl,memtrack-entry]} - ${NET[$wl,memtrack-nostacks]}")" '%.2f') us/alloc;" \
-            "memtrack / bpftrace $(fmt "$(calc "${NET[$wl,memtrack]} / ${NET[$wl,bpftrace]}")" '%.2f');" \
-            "stack capture adds $(fmt "$(calc "(${NET[$wl,memtrack]} / ${NET[$wl,memtrack-nostacks]} - 1) * 100")" '%.0f') %"
+        echo "- $wl: memtrack --no-stacks / placed floor $(ratio "$wl" memtrack-nostacks floor);" \
+            "memtrack --no-stacks --probe-at-entry / entry floor $(ratio "$wl" memtrack-entry floor-entry);" \
+            "placement saves $(fmt "$(calc "${NET[$wl,memtrack-entry]} - ${NET[$wl,memtrack-nostacks]}")" '%.2f') / $(fmt "$(calc "${NETC[$wl,memtrack-entry]} - ${NETC[$wl,memtrack-nostacks]}")" '%.2f') us/alloc;" \
+            "memtrack / bpftrace $(ratio "$wl" memtrack bpftrace); memtrack --no-stacks / bpftrace $(ratio "$wl" memtrack-nostacks bpftrace);" \
+            "stack capture: memtrack / --no-stacks $(ratio "$wl" memtrack memtrack-nostacks)"
     done
     st_up=$(for f in "$WORK"/log/*__memtrack__1__r*.log; do sed -n 's/.*start-up took \([0-9.]*\) ms.*/\1/p' "$f"; done >"$WORK/t/.su"; median "$WORK/t/.su")
     td=$(for f in "$WORK"/log/*__memtrack__1__r*.log; do sed -n 's/.*teardown took \([0-9.]*\) ms.*/\1/p' "$f"; done >"$WORK/t/.td"; median "$WORK/t/.td")
@@ -347,26 +377,38 @@ fi
 # ---- pressure ----
 if on pressure; then
     begin_section "Pressure"
-    SMALL=(--ring-size 64K --consumer-delay-us 2000)
+    # Two small-ring settings: a ring smaller than one chunk (1024 records), the rings the pressure
+    # tests use, and a ring of about 18 chunks, where resuming at 25 % and at empty differ.
+    declare -A PCFG=([a]="--ring-size 64K --consumer-delay-us 2000" [b]="--ring-size 1M --consumer-delay-us 5000")
     for ((REP = 1; REP <= REPS; ++REP)); do
-        mt_run pressure__resume0 --no-stacks "${SMALL[@]}" --resume-fill 0 -- "$BIN/flood" 2 "$PRESSURE_N"
-        mt_run pressure__default --no-stacks "${SMALL[@]}" -- "$BIN/flood" 2 "$PRESSURE_N"
+        for c in a b; do
+            # shellcheck disable=SC2086  # options are words
+            mt_run "pressure_${c}__resume0" --no-stacks ${PCFG[$c]} --resume-fill 0 -- "$BIN/flood" 2 "$PRESSURE_N"
+            # shellcheck disable=SC2086
+            mt_run "pressure_${c}__default" --no-stacks ${PCFG[$c]} -- "$BIN/flood" 2 "$PRESSURE_N"
+        done
         mt_run pressure__defaults64M -- "$BIN/flood" 2 "$DEFAULT_N"
     done
-    echo "flood 2 $PRESSURE_N (2 writers), memtrack --no-stacks ${SMALL[*]}; medians of $REPS runs:"
+    echo "flood 2 $PRESSURE_N (2 writers), memtrack --no-stacks with a small ring and a slowed consumer, resuming"
+    echo "paused writers at 25 % fill (the default) or only at empty (--resume-fill 0); medians of $REPS runs:"
     echo
-    echo "| resume at | wall (s) | paused_fraction | stop_to_resume p50 (ms) | p99 (ms) | chunk_ms max | pressure_stops | dropped |"
-    echo "|-----------|---------:|----------------:|------------------------:|---------:|-------------:|---------------:|--------:|"
-    for v in resume0 default; do
-        p="pressure__$v"
-        printf '| %-9s | %8s | %15s | %23s | %8s | %12s | %14s | %7s |\n' "$([[ $v == resume0 ]] && echo "empty (0)" || echo "0.25")" \
-            "$(fmt "$(median "$WORK/t/$p")" '%.2f')" "$(fmt "$(stat_median "$p" .paused_fraction)" '%.3f')" \
-            "$(fmt "$(stat_median "$p" .stop_to_resume_ms.p50)" '%.1f')" "$(fmt "$(stat_median "$p" .stop_to_resume_ms.p99)" '%.1f')" \
-            "$(fmt "$(stat_median "$p" .chunk_ms.max)" '%.1f')" "$(fmt "$(stat_median "$p" .pressure_stops)" '%.0f')" \
-            "$(fmt "$(stat_median "$p" .dropped)" '%.0f')"
+    echo "| settings | resume at | wall (s) | paused_fraction | stop_to_resume p50 (ms) | p99 (ms) | chunk_ms max | pressure_stops | dropped |"
+    echo "|----------|-----------|---------:|----------------:|------------------------:|---------:|-------------:|---------------:|--------:|"
+    for c in a b; do
+        for v in resume0 default; do
+            p="pressure_${c}__$v"
+            printf '| %-40s | %-9s | %8s | %15s | %23s | %8s | %12s | %14s | %7s |\n' "${PCFG[$c]}" "$([[ $v == resume0 ]] && echo "empty (0)" || echo "0.25")" \
+                "$(fmt "$(median "$WORK/t/$p")" '%.2f')" "$(fmt "$(stat_median "$p" .paused_fraction)" '%.3f')" \
+                "$(fmt "$(stat_median "$p" .stop_to_resume_ms.p50)" '%.1f')" "$(fmt "$(stat_median "$p" .stop_to_resume_ms.p99)" '%.1f')" \
+                "$(fmt "$(stat_median "$p" .chunk_ms.max)" '%.1f')" "$(fmt "$(stat_median "$p" .pressure_stops)" '%.0f')" \
+                "$(fmt "$(stat_median "$p" .dropped)" '%.0f')"
+        done
     done
     echo
-    echo "Wall-time ratio resume-at-empty / resume-at-0.25: $(fmt "$(calc "$(median "$WORK/t/pressure__resume0") / $(median "$WORK/t/pressure__default")")" '%.2f')x"
+    for c in a b; do
+        echo "Wall-time ratio resume-at-empty / resume-at-0.25, ${PCFG[$c]}:" \
+            "$(fmt "$(calc "$(median "$WORK/t/pressure_${c}__resume0") / $(median "$WORK/t/pressure_${c}__default")")" '%.2f')x"
+    done
     echo
     p=pressure__defaults64M
     echo "Default settings (64 MiB ring, stacks on), flood 2 $DEFAULT_N: wall $(fmt "$(median "$WORK/t/$p")" '%.2f') s," \
@@ -493,14 +535,16 @@ if on stacks; then
     p50=$(stat_median "$p" .symbolize_ms.p50)
     hit=$(stat_median "$p" .symbolizer_cache_hit_rate)
     echo "Symbolizer, K = 1024: $(fmt "$(calc "1000 / $p50")" '%.0f') stacks/s at the p50 symbolize time," \
-        "$(fmt "$(calc "1000 / $p50 * $frames")" '%.0f') frames/s; distinct addresses (cache misses, (1 - hit rate) * frames looked up):" \
-        "$(fmt "$(calc "(1 - $hit) * $su * $frames")" '%.0f'), $(fmt "$(calc "(1 - $hit) * $frames * 1000 / $p50")" '%.0f') per second of symbolizing."
+        "$(fmt "$(calc "1000 / $p50 * $frames")" '%.0f') frames/s; distinct addresses resolved (cache misses: (1 - hit rate) *" \
+        "frames looked up): $(fmt "$(calc "(1 - $hit) * $su * $frames")" '%.0f') in all, $(fmt "$(calc "(1 - $hit) * $frames * 1000 / $p50")" '%.0f')" \
+        "per second of symbolizing (cache hit rate $(fmt "$hit" '%.4f'))."
     echo "Symbolizing time, sum estimated as stacks_unique * p50: $(fmt "$(calc "$su * $p50 / 1000")" '%.2f') s of the" \
         "$(fmt "$(median "$WORK/t/$p")" '%.2f') s run ($(fmt "$(median "$WORK/t/callsites__memtrack-nostacks__1024")" '%.2f') s without stacks)."
     if on overhead; then
         for wl in churn_c churn_cxx flood; do
-            echo "- stack capture on $wl: memtrack $(fmt "${NET[$wl,memtrack]}" '%.2f') vs --no-stacks $(fmt "${NET[$wl,memtrack-nostacks]}" '%.2f') us/alloc:" \
-                "+$(fmt "$(calc "(${NET[$wl,memtrack]} / ${NET[$wl,memtrack-nostacks]} - 1) * 100")" '%.0f') % (wall $(fmt "${WALL[$wl,memtrack]}" '%.2f') vs $(fmt "${WALL[$wl,memtrack-nostacks]}" '%.2f') s)"
+            echo "- stack capture on $wl: wall memtrack $(fmt "${NET[$wl,memtrack]}" '%.2f') vs --no-stacks $(fmt "${NET[$wl,memtrack-nostacks]}" '%.2f') us/alloc:" \
+                "$(fmt "$(calc "(${NET[$wl,memtrack]} / ${NET[$wl,memtrack-nostacks]} - 1) * 100")" '%+.0f') %; CPU $(fmt "${NETC[$wl,memtrack]}" '%.2f') vs $(fmt "${NETC[$wl,memtrack-nostacks]}" '%.2f') us/alloc:" \
+                "$(fmt "$(calc "(${NETC[$wl,memtrack]} / ${NETC[$wl,memtrack-nostacks]} - 1) * 100")" '%+.0f') %"
         done
     else
         echo "(the cost of stack capture on churn_c / churn_cxx is in the overhead section: --overhead)"
@@ -537,6 +581,7 @@ if on consumer; then
     begin_section "Consumer"
     for ((REP = 1; REP <= REPS; ++REP)); do
         cpu_run consumer__8 --no-stacks -- "$BIN/flood" 8 "$CONSUMER_N"
+        cpu_run consumer__8_1 --no-stacks -- "$BIN/flood" 8 1
     done
     p=consumer__8
     echo "flood 8 $CONSUMER_N (8 writers, no delay), memtrack --no-stacks, default ring; medians of $REPS runs:"
@@ -545,20 +590,24 @@ if on consumer; then
     echo "|---------:|--------:|-----------:|----------:|-------:|--------------:|-------------:|----:|----:|------------------------------:|-----------------:|-------------------------------:|--------:|"
     rate=$(for f in "$WORK/stats/$p"__r*.json; do consumer_rate "$f" 0; done >"$WORK/t/.rate"; median "$WORK/t/.rate")
     cpu=$(median "$WORK/t/$p.cpu")
+    cpu1=$(median "$WORK/t/${p}_1.cpu")
+    rec1=$(stat_median "${p}_1" .records)
     printf '| %8s | %7s | %10s | %9s | %6s | %13s | %12s | %3s | %3s | %29s | %16s | %30s | %7s |\n' \
         "$(fmt "$(median "$WORK/t/$p")" '%.2f')" "$(fmt "$(stat_median "$p" .records)" '%.0f')" \
         "$(fmt "$(stat_median "$p" .duration_s)" '%.2f')" "$(fmt "$(stat_median "$p" '.records / .duration_s')" '%.0f')" \
         "$(fmt "$(stat_median "$p" .chunks)" '%.0f')" "$(fmt "$(stat_median "$p" '.records / .chunks')" '%.0f')" \
         "$(fmt "$(stat_median "$p" .chunk_ms.p50)" '%.3f')" "$(fmt "$(stat_median "$p" .chunk_ms.p99)" '%.2f')" \
         "$(fmt "$(stat_median "$p" .chunk_ms.max)" '%.2f')" "$(fmt "$(calc "$rate / 1e6")" '%.2f')" \
-        "$(fmt "$cpu" '%.2f')" "$(fmt "$(calc "$(stat_median "$p" .records) / $cpu / 1e6")" '%.2f')" \
+        "$(fmt "$cpu" '%.2f')" "$(fmt "$(calc "($(stat_median "$p" .records) - $rec1) / ($cpu - $cpu1) / 1e6")" '%.2f')" \
         "$(fmt "$(stat_median "$p" .dropped)" '%.0f')"
     echo
     echo "records/s is records / duration_s: bounded by the producers (a malloc+free pair is 2 records and"
     echo "costs the writer its uprobe traps; $(nproc) cpu(s) run the 8 writers and memtrack). The read rate in"
     echo "chunks, (records / chunks) / chunk_ms p50, is what the consumer's copy loop sustains while it has"
     echo "records; records per memtrack CPU-second (all of memtrack's threads: consumer, Writer with its"
-    echo "encoding and zstd, the rest) is what the whole pipeline would sustain on a core of its own."
+    echo "encoding and zstd, the rest; start-up removed: (records(N) - records(1)) / (CPU(N) - CPU(1)), with"
+    echo "flood 8 1 as size 1, where memtrack used $(fmt "$cpu1" '%.2f') s of CPU) is what the whole pipeline would"
+    echo "sustain on a core of its own (CPU time from /proc/PID/stat, 1/$(getconf CLK_TCK) s resolution)."
     end_section
 fi
 

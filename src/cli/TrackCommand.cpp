@@ -344,7 +344,8 @@ int run_track(const TrackOptions& opt_in) {
         const uint64_t t0 = monotonic_ns();
         bpf = BpfSession::open_and_load(cfg);
         log::info("loaded at {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
-        guard.emplace(value_or_throw(StopGuard::start({bpf->pressure_map_fd(), bpf->snapshot_map_fd()})));
+        guard.emplace(value_or_throw(
+            StopGuard::start({bpf->pressure_map_fd(), bpf->snapshot_map_fd()}, bpf->recording_flag())));
         bpf->attach_tracepoints();
         log::info("tracepoints at {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
         bpf->attach_allocator_probes();

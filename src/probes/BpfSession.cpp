@@ -175,6 +175,8 @@ bool BpfSession::recording() const {
     return std::atomic_ref<uint32_t>(skel_->bss->recording).load() != 0;
 }
 
+uint32_t* BpfSession::recording_flag() { return &skel_->bss->recording; }
+
 int BpfSession::events_ring_fd() const { return bpf_map__fd(skel_->maps.events); }
 int BpfSession::stacks_ring_fd() const { return bpf_map__fd(skel_->maps.stacks); }
 int BpfSession::pressure_map_fd() const { return bpf_map__fd(skel_->maps.pressure_stopped); }

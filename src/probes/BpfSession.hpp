@@ -49,6 +49,8 @@ public:
     int snapshot_map_fd() const;
     // Entries in pressure_stopped, kept by BPF; user space decrements when it resumes one.
     std::atomic_ref<uint64_t> stops_outstanding();
+    // The recording flag itself, in the mmapped .bss (for the stop guard, which inherits it).
+    uint32_t* recording_flag();
     uint64_t counter(uint32_t index) const;  // summed over CPUs
     const BpfConfig& config() const { return cfg_; }
     // Detaches every probe now (each link's fd closed); maps stay readable.

@@ -17,7 +17,7 @@
 
 namespace memtrack {
 
-Result<StopGuard> StopGuard::start(std::vector<int> stopped_maps) {
+Result<StopGuard> StopGuard::start(std::vector<int> stopped_maps, uint32_t* recording) {
     int p[2];
     if (::pipe2(p, O_CLOEXEC) != 0) return errno_error("pipe", "stop guard");
     const pid_t pid = ::fork();
@@ -40,9 +40,22 @@ Result<StopGuard> StopGuard::start(std::vector<int> stopped_maps) {
         }
         ::syscall(SYS_close_range, next, ~0u, 0);
         char byte;
-        while (::read(p[0], &byte, 1) < 0 && errno == EINTR) {}
-        for (size_t i = 0; i < stopped_maps.size(); ++i)
-            resume_every_stopped(stopped_maps[i], stopped_maps[(i + 1) % stopped_maps.size()]);
+        ssize_t n;
+        while ((n = ::read(p[0], &byte, 1)) < 0 && errno == EINTR) {}
+        // One byte: memtrack is exiting cleanly, its probes are gone, one pass is enough.
+        // EOF: memtrack died. Its probes detach some tens of ms after its fds close, and a pause
+        // published meanwhile would be missed by one pass: pass until the maps stay empty.
+        const int quiet_passes = n == 1 ? 1 : 5;
+        __atomic_store_n(recording, 0u, __ATOMIC_SEQ_CST);
+        for (int quiet = 0, pass = 0; quiet < quiet_passes && pass < 400; ++pass) {
+            size_t held = 0;
+            for (size_t i = 0; i < stopped_maps.size(); ++i) {
+                held += stopped_pids(stopped_maps[i]).size();
+                resume_every_stopped(stopped_maps[i], stopped_maps[(i + 1) % stopped_maps.size()]);
+            }
+            quiet = held == 0 ? quiet + 1 : 0;
+            if (quiet < quiet_passes) ::usleep(20000);
+        }
         ::_exit(0);
     }
     ::close(p[0]);
@@ -54,6 +67,8 @@ Result<StopGuard> StopGuard::start(std::vector<int> stopped_maps) {
 
 StopGuard::~StopGuard() {
     if (pid_ <= 0) return;
+    const char clean = 1;
+    (void)!::write(alive_.get(), &clean, 1);
     alive_.reset();
     while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {}
 }

@@ -18,7 +18,9 @@ public:
     // Fork it while memtrack is still single-threaded and before any probe is attached, so it
     // holds no link that would keep probes alive.
     // stopped_maps: the BPF maps of processes memtrack paused (pressure, mappings snapshot).
-    static Result<StopGuard> start(std::vector<int> stopped_maps);
+    // recording: the BPF recording flag in the mmapped .bss, which the guard inherits: turned
+    // off first, so that no producer is paused again while the dead memtrack's probes detach.
+    static Result<StopGuard> start(std::vector<int> stopped_maps, uint32_t* recording);
     StopGuard(StopGuard&& o) noexcept : pid_(std::exchange(o.pid_, -1)), alive_(std::move(o.alive_)) {}
     StopGuard& operator=(StopGuard&&) = delete;
     // Normal exit: lets the guard do its (then empty) pass and reaps it.
