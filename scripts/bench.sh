@@ -32,8 +32,10 @@
 # (LD_LIBRARY_PATH): the same code in another file, which only the benchmark's processes map.
 # memtrack finds and probes the copy by itself (it probes the libc it has loaded).
 #
-# Timing: wall time of the whole command, from the shell ($EPOCHREALTIME). Each tool also runs
-# at size 1: "start-up+teardown" is T(1) - untracked T(1), and the net cost per allocation is
+# Timing: wall time of the whole command, from the shell ($EPOCHREALTIME), and in the overhead
+# section also its CPU time (user + system of the tool and all it reaped, the command included),
+# which depends less on the machine's load. Each tool also runs at size 1: "start-up+teardown" is
+# wall T(1) - untracked wall T(1), and the net cost per allocation is
 # (T(N) - T(1)) / (A(N) - A(1)) minus the same for the untracked run, where A is the number of
 # allocation events memtrack counts (stats allocation_events of the --no-stacks runs).
 set -euo pipefail

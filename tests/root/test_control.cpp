@@ -907,13 +907,15 @@ TEST_CASE("control: bad input on a live session is answered, and recording is un
             {R"({"cmd":"attach","pid":1e30})", "\"pid\" must be a positive integer", std::nullopt},
         };
         for (const Bad& b : bad) {
-            std::string shown;
+            std::string shown;  // the request, printable
             for (unsigned char ch : b.line) {
-                char hexbuf[8];
-                if (ch >= 0x20 && ch < 0x7f)
+                if (ch >= 0x20 && ch < 0x7f) {
                     shown += static_cast<char>(ch);
-                else
-                    std::snprintf(hexbuf, sizeof hexbuf, "\\x%02x", ch), shown += hexbuf;
+                    continue;
+                }
+                char hexbuf[8];
+                std::snprintf(hexbuf, sizeof hexbuf, "\\x%02x", ch);
+                shown += hexbuf;
             }
             CAPTURE(shown);
             json::object r = c.request(b.line);
