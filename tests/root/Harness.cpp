@@ -208,18 +208,8 @@ RunResult run(const std::vector<std::string>& argv, std::chrono::seconds timeout
         check_spawn(posix_spawn_file_actions_addclosefrom_np(&s.actions, 3),
                     "posix_spawn_file_actions_addclosefrom_np");
 
-        sigset_t empty;
-        sigemptyset(&empty);
-        sigset_t defaults;
-        sigfillset(&defaults);
-        sigdelset(&defaults, SIGKILL);
-        sigdelset(&defaults, SIGSTOP);
-        check_spawn(posix_spawnattr_setsigmask(&s.attr, &empty), "posix_spawnattr_setsigmask");
-        check_spawn(posix_spawnattr_setsigdefault(&s.attr, &defaults), "posix_spawnattr_setsigdefault");
         check_spawn(posix_spawnattr_setpgroup(&s.attr, 0), "posix_spawnattr_setpgroup");
-        check_spawn(posix_spawnattr_setflags(&s.attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-                                                          POSIX_SPAWN_SETPGROUP),
-                    "posix_spawnattr_setflags");
+        check_spawn(spawn_default_signals(s.attr, POSIX_SPAWN_SETPGROUP), "posix_spawnattr signals");
 
         std::vector<char*> cargv;
         for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
@@ -320,6 +310,17 @@ TempDir::~TempDir() {
     }
     std::error_code ec;
     fs::remove_all(path_, ec);
+}
+
+int spawn_default_signals(posix_spawnattr_t& attr, short extra_flags) {
+    sigset_t empty, defaults;
+    sigemptyset(&empty);
+    sigfillset(&defaults);
+    sigdelset(&defaults, SIGKILL);
+    sigdelset(&defaults, SIGSTOP);
+    if (int e = posix_spawnattr_setsigmask(&attr, &empty)) return e;
+    if (int e = posix_spawnattr_setsigdefault(&attr, &defaults)) return e;
+    return posix_spawnattr_setflags(&attr, short(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | extra_flags));
 }
 
 std::string read_file(const std::string& path) {

@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <spawn.h>
+
 #include <string>
 #include <vector>
 
@@ -76,6 +78,10 @@ public:
 private:
     std::string path_;
 };
+
+// Makes a posix_spawn'ed command start as from a shell: no signal blocked, every signal at its
+// default disposition; sets those flags plus `extra_flags`. Returns 0 or the first error number.
+int spawn_default_signals(posix_spawnattr_t& attr, short extra_flags);
 
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& content);

@@ -283,14 +283,7 @@ Child spawn_child(const std::vector<std::string>& argv, const std::string& err_p
     posix_spawn_file_actions_adddup2(&actions, out_w.get(), 1);
     posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-    sigset_t empty, defaults;
-    sigemptyset(&empty);
-    sigfillset(&defaults);
-    sigdelset(&defaults, SIGKILL);
-    sigdelset(&defaults, SIGSTOP);
-    posix_spawnattr_setsigmask(&attr, &empty);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    spawn_default_signals(attr, 0);
 
     std::vector<char*> cargv;
     for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
