@@ -109,7 +109,8 @@ timed_out=0
 status=0
 while kill -0 "$MT_PID" 2>/dev/null; do
     if [[ "$(cut -d' ' -f3 "/proc/$MT_PID/stat" 2>/dev/null)" == Z ]]; then break; fi
-    if (($(date +%s) - ${T0%.*} >= TIMEOUT)); then
+    now=$EPOCHREALTIME
+    if ((${now/./} - ${T0/./} >= TIMEOUT * 1000000)); then
         timed_out=1
         echo "flood: error: still running after $TIMEOUT s, its processes:" >&2
         ps -e -o pid=,pgid=,ppid=,stat=,wchan:20=,comm= | awk -v g="$MT_PID" '$2 == g' >&2 || true

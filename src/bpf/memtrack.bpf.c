@@ -143,7 +143,8 @@ static __always_inline struct thread_state *state(bool create)
 static __always_inline bool stop_current(void *stopped_map)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	if (bpf_map_lookup_elem(stopped_map, &tgid))
+	struct mt_stop *cur = bpf_map_lookup_elem(stopped_map, &tgid);
+	if (cur && !cur->resuming)
 		return false;
 	if (bpf_send_signal(SIGSTOP) != 0) {
 		count(MT_COUNTER_SIGNAL_FAILED);
@@ -153,8 +154,9 @@ static __always_inline bool stop_current(void *stopped_map)
 	struct mt_stop stop = {
 		.stop_ns = bpf_ktime_get_ns(),
 		.start_boottime = BPF_CORE_READ(task, group_leader, start_boottime),
+		.resuming = 0,
 	};
-	return bpf_map_update_elem(stopped_map, &tgid, &stop, BPF_NOEXIST) == 0;
+	return bpf_map_update_elem(stopped_map, &tgid, &stop, cur ? BPF_ANY : BPF_NOEXIST) == 0;
 }
 
 /* Pause the producer when a ring is nearly full; PressureControl resumes it. */
@@ -473,8 +475,10 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	if (BPF_CORE_READ(task, pid) != tgid || !bpf_map_lookup_elem(&tracked, &tgid))
 		return 0;
 	/* A process that dies while pressure-stopped must not be signalled later. */
-	if (bpf_map_delete_elem(&pressure_stopped, &tgid) == 0)
+	struct mt_stop *stop = bpf_map_lookup_elem(&pressure_stopped, &tgid);
+	if (stop && !stop->resuming && bpf_map_delete_elem(&pressure_stopped, &tgid) == 0)
 		__sync_fetch_and_sub(&stops_outstanding, 1);
+	bpf_map_delete_elem(&pressure_stopped, &tgid);
 	bpf_map_delete_elem(&snapshot_stopped, &tgid);
 	bpf_map_delete_elem(&maps_known, &tgid);
 	bpf_map_delete_elem(&tracked, &tgid);

@@ -117,6 +117,12 @@ enum mt_counter {
 struct mt_stop {
 	__u64 stop_ns;        /* CLOCK_MONOTONIC ns when SIGSTOP was sent */
 	__u64 start_boottime; /* the process's start (task->start_boottime), guards against pid reuse */
+	/*
+	 * 1: user space is resuming it (marked before SIGCONT, never deleted by user space), so BPF
+	 * may stop it again. The entry stays until the process exits: if memtrack dies between the
+	 * mark and the SIGCONT, the stop guard still finds it.
+	 */
+	__u64 resuming;
 };
 
 #endif

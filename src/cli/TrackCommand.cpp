@@ -271,8 +271,7 @@ private:
     void pressure_resume_remaining() {
         resume_every_stopped(bpf_.pressure_map_fd(), bpf_.snapshot_map_fd());
         resume_every_stopped(bpf_.snapshot_map_fd(), -1);
-        stats_.set_stopped_at_exit(stopped_pids(bpf_.pressure_map_fd()).size() +
-                                   stopped_pids(bpf_.snapshot_map_fd()).size());
+        stats_.set_stopped_at_exit(count_stopped(bpf_.pressure_map_fd()) + count_stopped(bpf_.snapshot_map_fd()));
     }
 
     std::optional<int> wait_with_timeout(std::chrono::milliseconds limit) {

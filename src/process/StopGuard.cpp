@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/Clock.hpp"
 #include "process/StopRelease.hpp"
 
 namespace memtrack {
@@ -46,12 +47,14 @@ Result<StopGuard> StopGuard::start(std::vector<int> stopped_maps, uint32_t* reco
         // EOF: memtrack died. Its probes detach some tens of ms after its fds close, and a pause
         // published meanwhile would be missed by one pass: pass until the maps stay empty.
         const int quiet_passes = n == 1 ? 1 : 5;
+        // After a death, entries marked in the last second may never have had their SIGCONT.
+        const uint64_t marked_since = n == 1 ? kNoMarked : monotonic_ns() - 1000000000ull;
         __atomic_store_n(recording, 0u, __ATOMIC_SEQ_CST);
         for (int quiet = 0, pass = 0; quiet < quiet_passes && pass < 400; ++pass) {
             size_t held = 0;
             for (size_t i = 0; i < stopped_maps.size(); ++i) {
-                held += stopped_pids(stopped_maps[i]).size();
-                resume_every_stopped(stopped_maps[i], stopped_maps[(i + 1) % stopped_maps.size()]);
+                held += count_stopped(stopped_maps[i]);
+                resume_every_stopped(stopped_maps[i], stopped_maps[(i + 1) % stopped_maps.size()], marked_since);
             }
             quiet = held == 0 ? quiet + 1 : 0;
             if (quiet < quiet_passes) ::usleep(20000);

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "bpf/record.h"
+#include "core/Clock.hpp"
 #include "core/Fd.hpp"
 #include "core/Log.hpp"
 
@@ -52,11 +53,13 @@ Result<bool> resume_if_same_process(int32_t pid, uint64_t start_boottime_ns) {
 
 Result<Released> release_stop(int map_fd, int other_map_fd, uint32_t pid) {
     mt_stop stop{};
-    if (bpf_map_lookup_elem(map_fd, &pid, &stop) != 0) return Released{};
-    if (bpf_map_delete_elem(map_fd, &pid) != 0) return Released{};  // released by BPF at exit
+    if (bpf_map_lookup_elem(map_fd, &pid, &stop) != 0 || stop.resuming) return Released{};
+    mt_stop marked = stop;
+    marked.resuming = monotonic_ns();
+    if (bpf_map_update_elem(map_fd, &pid, &marked, BPF_EXIST) != 0) return Released{};  // gone at exit
     Released out{true, false, stop.stop_ns};
     mt_stop other{};
-    if (other_map_fd >= 0 && bpf_map_lookup_elem(other_map_fd, &pid, &other) == 0) return out;
+    if (other_map_fd >= 0 && bpf_map_lookup_elem(other_map_fd, &pid, &other) == 0 && !other.resuming) return out;
     auto r = resume_if_same_process(int32_t(pid), stop.start_boottime);
     if (!r) return r.error();
     out.resumed = *r;
@@ -73,14 +76,34 @@ std::vector<uint32_t> stopped_pids(int map_fd) {
     return pids;
 }
 
-size_t resume_every_stopped(int map_fd, int other_map_fd) {
+size_t resume_every_stopped(int map_fd, int other_map_fd, uint64_t marked_since_ns) {
     size_t resumed = 0;
     for (uint32_t pid : stopped_pids(map_fd)) {
-        auto r = release_stop(map_fd, other_map_fd, pid);
-        if (!r) log::error("resume: {}", r.error().message());
-        else resumed += r->resumed;
+        mt_stop stop{};
+        if (bpf_map_lookup_elem(map_fd, &pid, &stop) != 0) continue;
+        mt_stop other{};
+        const bool held = other_map_fd >= 0 && bpf_map_lookup_elem(other_map_fd, &pid, &other) == 0 && !other.resuming;
+        // A marked entry was resumed already, unless memtrack died between the mark and its
+        // SIGCONT: the guard passes marked_since_ns to cover that moment, and only that one,
+        // so a process the user stopped after memtrack resumed it stays stopped.
+        const bool marked_unsent = stop.resuming != 0 && stop.resuming >= marked_since_ns;
+        if (!held && (stop.resuming == 0 || marked_unsent)) {
+            auto r = resume_if_same_process(int32_t(pid), stop.start_boottime);
+            if (!r) log::error("resume: {}", r.error().message());
+            else resumed += *r;
+        }
+        bpf_map_delete_elem(map_fd, &pid);
     }
     return resumed;
+}
+
+size_t count_stopped(int map_fd) {
+    size_t n = 0;
+    for (uint32_t pid : stopped_pids(map_fd)) {
+        mt_stop stop{};
+        if (bpf_map_lookup_elem(map_fd, &pid, &stop) == 0 && !stop.resuming) ++n;
+    }
+    return n;
 }
 
 }  // namespace memtrack

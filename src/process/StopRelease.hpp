@@ -1,8 +1,8 @@
 #pragma once
 // Resuming processes BPF paused. BPF signals first and then publishes the pid in a stop map;
-// user space removes the entry first and then sends SIGCONT, so a producer it resumes is never
-// left running with a stale entry that would stop BPF from pausing it again (that window, under
-// load, let producers run through a full ring). A process held in two maps (ring pressure and a
+// user space marks the entry `resuming` first and then sends SIGCONT, so a producer it resumes is
+// never left running with an entry that stops BPF from pausing it again (that window, under load,
+// let producers run through a full ring), and the entry outlives memtrack for the stop guard. A process held in two maps (ring pressure and a
 // mappings snapshot) is resumed only by whichever releases it last.
 #include <cstdint>
 #include <vector>
@@ -21,13 +21,21 @@ struct Released {
     uint64_t stop_ns = 0;  // when BPF stopped it
 };
 
-// Removes pid from `map_fd`; resumes it unless `other_map_fd` (-1: none) still holds it.
-// An entry already gone (the process died, BPF removed it) is not an error: resumed = false.
+// Marks pid's entry in `map_fd` as resuming, then resumes it unless `other_map_fd` (-1: none)
+// still holds it. Marking instead of removing first keeps the entry for the stop guard should
+// memtrack die before the SIGCONT. An entry gone or already marked is not an error: removed
+// (here: marked) = false.
 Result<Released> release_stop(int map_fd, int other_map_fd, uint32_t pid);
 
 std::vector<uint32_t> stopped_pids(int map_fd);
 
-// Releases every entry of `map_fd`; returns how many processes were resumed.
-size_t resume_every_stopped(int map_fd, int other_map_fd);
+// Resumes every unmarked entry of `map_fd` (and marked ones marked at or after marked_since_ns)
+// unless `other_map_fd` still holds it unmarked, and removes them all (the final pass and the
+// stop guard). Returns how many were resumed.
+inline constexpr uint64_t kNoMarked = ~0ull;
+size_t resume_every_stopped(int map_fd, int other_map_fd, uint64_t marked_since_ns = kNoMarked);
+
+// Processes still paused in `map_fd` (entries not marked resuming).
+size_t count_stopped(int map_fd);
 
 }  // namespace memtrack
