@@ -57,6 +57,9 @@ int main(int argc, char** argv) {
     t->add_option("--threads", track.threads, "io threads (default 2)");
     t->add_flag("--no-stacks", track.no_stacks, "do not capture call stacks");
     t->add_flag("--probe-at-entry", track.probe_at_entry, "put every probe at its function's entry (no placement)");
+    t->add_flag("--system-wide-probes", track.system_wide_probes,
+                "attach the allocator probes for every process (they trap in untracked ones too) instead of "
+                "per tracked process");
     t->add_option("--max-frames", track.max_frames, "frames per captured stack, 1..127 (default 64)");
     std::string stack_ring_size;
     t->add_option("--stack-ring-size", stack_ring_size, "stack ring bytes, a power of two (default 16M)");

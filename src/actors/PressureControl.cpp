@@ -48,7 +48,7 @@ void PressureControl::evaluate() {
 size_t PressureControl::resume_stopped() {
     size_t resumed = 0;
     for (uint32_t pid : stopped_pids(bpf_.pressure_map_fd())) {
-        auto r = release_stop(bpf_.pressure_map_fd(), bpf_.snapshot_map_fd(), pid);
+        auto r = release_stop(bpf_.pressure_map_fd(), bpf_.stop_maps(), pid);
         if (!r) {
             log::error("resume: {}", r.error().message());
             continue;

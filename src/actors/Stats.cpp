@@ -91,6 +91,29 @@ void Stats::set_stopped_at_exit(uint64_t n) {
     stopped_at_exit_ = n;
 }
 
+void Stats::on_process_probes(uint64_t attach_ns) {
+    std::lock_guard lock(mu_);
+    ++processes_probed_;
+    probe_attach_ns_.add(attach_ns);
+}
+
+void Stats::on_process_probe_error() {
+    std::lock_guard lock(mu_);
+    ++probe_errors_;
+}
+
+void Stats::on_spawn_held(uint64_t held_ns) {
+    std::lock_guard lock(mu_);
+    spawn_held_ns_.add(held_ns);
+}
+
+void Stats::set_spawn_counters(uint64_t stops, uint64_t unstopped, uint64_t notices_dropped) {
+    std::lock_guard lock(mu_);
+    spawn_stops_ = stops;
+    spawn_unstopped_ = unstopped;
+    spawns_dropped_ = notices_dropped;
+}
+
 uint64_t Stats::records_written() const {
     std::lock_guard lock(mu_);
     return written_;
@@ -137,6 +160,13 @@ boost::json::object Stats::to_json() const {
         {"symbolizer_cache_hit_rate",
          cache_hits_ + cache_misses_ ? double(cache_hits_) / double(cache_hits_ + cache_misses_) : 0.0},
         {"symbolizer_modules", modules_},
+        {"processes_probed", processes_probed_},
+        {"probe_attach_errors", probe_errors_},
+        {"probe_attach_ms", ms_summary(probe_attach_ns_)},
+        {"spawn_stops", spawn_stops_},
+        {"spawn_unstopped", spawn_unstopped_},
+        {"spawn_notices_dropped", spawns_dropped_},
+        {"spawn_held_ms", ms_summary(spawn_held_ns_)},
     };
 }
 

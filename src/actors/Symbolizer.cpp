@@ -9,16 +9,16 @@
 namespace memtrack {
 
 Symbolizer::Symbolizer(boost::asio::io_context& io, BatchQueue& in, ZstdFileWriter stacks_file, Stats& stats,
-                       int snapshot_map_fd, int pressure_map_fd)
+                       int snapshot_map_fd, StopMaps stop_maps)
     : BatchSink(io, in), file_(std::move(stacks_file)), stats_(stats), snapshot_map_fd_(snapshot_map_fd),
-      pressure_map_fd_(pressure_map_fd) {}
+      stop_maps_(std::move(stop_maps)) {}
 
 void Symbolizer::snapshot(int32_t pid) {
     auto maps = ProcessMaps::read(pid);
     if (maps) maps_[pid] = std::move(maps).value();
     else log::info("mappings of {}: {}", pid, maps.error().message());
     // BPF paused the process at its first stack so that this read could not miss it.
-    if (auto r = release_stop(snapshot_map_fd_, pressure_map_fd_, uint32_t(pid)); !r)
+    if (auto r = release_stop(snapshot_map_fd_, stop_maps_, uint32_t(pid)); !r)
         log::error("resume after snapshot: {}", r.error().message());
 }
 

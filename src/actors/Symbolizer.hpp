@@ -10,6 +10,7 @@
 
 #include "actors/BatchSink.hpp"
 #include "format/ZstdFileWriter.hpp"
+#include "process/StopRelease.hpp"
 #include "symbols/ProcessMaps.hpp"
 #include "symbols/Resolver.hpp"
 
@@ -20,7 +21,7 @@ class Stats;
 class Symbolizer : public BatchSink {
 public:
     Symbolizer(boost::asio::io_context& io, BatchQueue& in, ZstdFileWriter stacks_file, Stats& stats,
-               int snapshot_map_fd, int pressure_map_fd);
+               int snapshot_map_fd, StopMaps stop_maps);
 
 private:
     // Touched only on the strand.
@@ -32,7 +33,7 @@ private:
     ZstdFileWriter file_;
     Stats& stats_;
     int snapshot_map_fd_;
-    int pressure_map_fd_;
+    StopMaps stop_maps_;
     Resolver resolver_;
     std::unordered_map<int32_t, ProcessMaps> maps_;
     std::unordered_set<uint64_t> written_;  // a stack sent twice (LRU eviction) is written once

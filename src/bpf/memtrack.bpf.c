@@ -23,6 +23,15 @@ const volatile __u64 wakeup_bytes = 0;   /* below this fill, do not wake the con
 const volatile bool capture_stacks = true;
 const volatile __u32 max_frames = 64;            /* <= MT_MAX_FRAMES */
 const volatile __u64 stack_stop_bytes = ~0ULL;   /* the stacks ring's stop watermark */
+/*
+ * 1: the allocator probes are links filtered to each tracked process (user space attaches them
+ * for every new process while spawn_stopped holds it), so the kernel only runs the allocator
+ * programs for tracked processes and other processes do not even trap. 0: system-wide links.
+ */
+const volatile bool per_process_links = false;
+
+/* Kernel 6.13+; called only when per_process_links, which user space sets on such kernels. */
+extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type, __u64 value) __ksym __weak;
 
 /* Shared with user space through the skeleton's mmapped .bss. */
 __u32 recording;          /* the recording flag: 0 off, 1 on */
@@ -37,6 +46,21 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 22); /* resized before load */
 } stacks SEC(".maps");
+
+/* New processes of the tracked tree (struct mt_spawn): each wakes user space at once. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 16);
+} spawns SEC(".maps");
+
+/* New processes held stopped until user space has attached their probes (per_process_links). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct mt_stop);
+} spawn_stopped SEC(".maps");
 
 /* Hashes of stacks already sent: each distinct stack crosses the ring once (again after eviction). */
 struct {
@@ -266,10 +290,16 @@ static __always_inline void emit_allocation(struct pt_regs *ctx, __u32 kind, __u
 	emit_record(kind, addr, size, old_addr, flags, true, capture_stack(ctx));
 }
 
+/* With per-process links the kernel runs these programs for tracked processes only. */
+static __always_inline bool probe_for_tracked(void)
+{
+	return per_process_links || current_tracked();
+}
+
 SEC("uprobe")
 int alloc_entry(struct pt_regs *ctx)
 {
-	if (!current_tracked())
+	if (!probe_for_tracked())
 		return 0;
 	struct thread_state *st = state(true);
 	if (!st)
@@ -307,7 +337,7 @@ int alloc_entry(struct pt_regs *ctx)
 SEC("uretprobe")
 int alloc_return(struct pt_regs *ctx)
 {
-	if (!current_tracked())
+	if (!probe_for_tracked())
 		return 0;
 	struct thread_state *st = state(false);
 	if (!st || !mt_alloc_return(&st->frames, PT_REGS_SP(ctx)))
@@ -444,6 +474,35 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 
 /* ---- process life ---- */
 
+/*
+ * A forked child inherits its parent's breakpoints but not its parent's links, whose filter
+ * names the parent: it would run unrecorded. Stop it before it first runs (signal first, then
+ * publish, as stop_current does) and tell user space, which attaches the child's own links and
+ * resumes it.
+ */
+static __always_inline void hold_for_probes(struct task_struct *parent, struct task_struct *child, __u32 child_tgid)
+{
+	if (bpf_send_signal_task(child, SIGSTOP, PIDTYPE_TGID, 0) != 0) {
+		count(MT_COUNTER_SPAWN_UNSTOPPED);
+		return;
+	}
+	struct mt_stop stop = {
+		.stop_ns = bpf_ktime_get_ns(),
+		.start_boottime = BPF_CORE_READ(child, group_leader, start_boottime),
+		.resuming = 0,
+	};
+	bpf_map_update_elem(&spawn_stopped, &child_tgid, &stop, BPF_ANY);
+	count(MT_COUNTER_SPAWN_STOPS);
+	struct mt_spawn spawn = {
+		.pid = child_tgid,
+		.parent = BPF_CORE_READ(parent, tgid),
+		.start_boottime = stop.start_boottime,
+	};
+	/* Lost notices are found by user space's scan of spawn_stopped. */
+	if (bpf_ringbuf_output(&spawns, &spawn, sizeof(spawn), BPF_RB_FORCE_WAKEUP) != 0)
+		count(MT_COUNTER_SPAWNS_DROPPED);
+}
+
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
@@ -454,6 +513,8 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	__u32 one = 1;
 	bpf_map_update_elem(&tracked, &child_tgid, &one, BPF_ANY);
 	emit(MT_KIND_FORK, child_tgid, 0, 0, 0);
+	if (per_process_links)
+		hold_for_probes(parent, child, child_tgid);
 	return 0;
 }
 
@@ -480,6 +541,7 @@ int BPF_PROG(on_exit, struct task_struct *task)
 		__sync_fetch_and_sub(&stops_outstanding, 1);
 	bpf_map_delete_elem(&pressure_stopped, &tgid);
 	bpf_map_delete_elem(&snapshot_stopped, &tgid);
+	bpf_map_delete_elem(&spawn_stopped, &tgid);
 	bpf_map_delete_elem(&maps_known, &tgid);
 	bpf_map_delete_elem(&tracked, &tgid);
 	emit_record(MT_KIND_EXIT, 0, BPF_CORE_READ(task, exit_code), 0, 0, false, 0); /* no SIGSTOP to a dying process */

@@ -110,10 +110,23 @@ enum mt_counter {
 	MT_COUNTER_STACKS_DROPPED,  /* stack records the stacks ring had no room for: must stay 0 */
 	MT_COUNTER_SNAPSHOT_STOPS,  /* processes paused until their mappings were read */
 	MT_COUNTER_SIGNAL_FAILED,   /* bpf_send_signal(SIGSTOP) refused: the producer ran on */
+	MT_COUNTER_SPAWN_STOPS,     /* new processes paused until their own probes were attached */
+	MT_COUNTER_SPAWN_UNSTOPPED, /* new processes that could not be paused: may lose events */
+	MT_COUNTER_SPAWNS_DROPPED,  /* spawn notices the spawns ring had no room for (found by scan) */
 	MT_COUNTER_MAX,
 };
 
-/* Value of the `pressure_stopped` map, keyed by thread group id. */
+/*
+ * A new process of the tracked tree, sent on the `spawns` ring so user space attaches its own
+ * probes (links filtered to that process) while BPF holds it stopped in `spawn_stopped`.
+ */
+struct mt_spawn {
+	__u32 pid;
+	__u32 parent;
+	__u64 start_boottime;
+};
+
+/* Value of the stop maps (pressure_stopped, snapshot_stopped, spawn_stopped), keyed by tgid. */
 struct mt_stop {
 	__u64 stop_ns;        /* CLOCK_MONOTONIC ns when SIGSTOP was sent */
 	__u64 start_boottime; /* the process's start (task->start_boottime), guards against pid reuse */

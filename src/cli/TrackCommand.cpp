@@ -20,6 +20,7 @@
 #include "actors/Control.hpp"
 #include "actors/DrainBarrier.hpp"
 #include "actors/PressureControl.hpp"
+#include "actors/ProcessLinks.hpp"
 #include "actors/RingConsumer.hpp"
 #include "actors/Stats.hpp"
 #include "actors/Symbolizer.hpp"
@@ -93,12 +94,16 @@ public:
             stacks_.emplace(io, value_or_throw(RingView::map(bpf.stacks_ring_fd())), stats_,
                             consumer_options(RingConsumer::Records::Stacks));
             symbolizer_.emplace(io_, stacks_->queue, std::move(*stacks_file), stats_, bpf.snapshot_map_fd(),
-                                bpf.pressure_map_fd());
+                                bpf.stop_maps());
             connect(*stacks_, *symbolizer_, 1);
             pressure_.watch(&stacks_->ring);
             lanes.push_back({&stacks_->ring, &stacks_->consumer, &*symbolizer_});
         }
         drains_.emplace(io_, std::move(lanes), stats_);
+        if (bpf_.per_process_links()) {
+            links_.emplace(io_, bpf_, stats_);
+            if (auto r = links_->attach_now(child.pid()); !r) throw FatalError("BPF attach failed: " + r.error().message());
+        }
         writer_.add_root_process(child.pid(), monotonic_ns());
         if (control_) control_->set_handlers(control_handlers());
     }
@@ -107,6 +112,7 @@ public:
     int run() {
         for_each_lane([](Lane& l) { l.consumer.start(); });
         pressure_.start();
+        if (links_) links_->start();
         if (control_) control_->start();
         exit_watch_.async_wait(asio::posix::stream_descriptor::wait_read, [this](boost::system::error_code ec) {
             if (!ec) shutdown(Reason::CommandExited, 0, nullptr);
@@ -125,6 +131,11 @@ public:
         io_.run();
         for (auto& t : pool) t.join();
         return finish();
+    }
+
+    // Detaches the per-process probes (links closed in parallel); after run().
+    void close_process_probes() {
+        if (links_) links_->close_all();
     }
 
     bool exec_failed() const { return exec_error_ != 0; }
@@ -168,11 +179,15 @@ private:
             if (::kill(pid, 0) != 0) return reply(errno_error("attach", std::to_string(pid)));
             try {
                 bpf_.track(pid);
-                writer_.add_root_process(pid, monotonic_ns());
-                reply(boost::json::object{{"pid", pid}});
             } catch (const FatalError& e) {
-                reply(Error{"attach", std::to_string(pid), 0, e.what()});
+                return reply(Error{"attach", std::to_string(pid), 0, e.what()});
             }
+            writer_.add_root_process(pid, monotonic_ns());
+            if (!links_) return reply(boost::json::object{{"pid", pid}});
+            links_->attach(pid, [pid, reply = std::move(reply)](Result<void> r) {
+                if (!r) reply(r.error());
+                else reply(boost::json::object{{"pid", pid}});
+            });
         };
         h.shutdown = [this](ControlHandlers::Reply reply) { shutdown(Reason::ClientShutdown, 0, std::move(reply)); };
         return h;
@@ -184,6 +199,8 @@ private:
         stats_.set_stack_counters(bpf_.counter(MT_COUNTER_STACKS_CAPTURED), bpf_.counter(MT_COUNTER_STACKS_SENT),
                                   bpf_.counter(MT_COUNTER_STACK_ERRORS), bpf_.counter(MT_COUNTER_STACKS_DROPPED),
                                   bpf_.counter(MT_COUNTER_SNAPSHOT_STOPS));
+        stats_.set_spawn_counters(bpf_.counter(MT_COUNTER_SPAWN_STOPS), bpf_.counter(MT_COUNTER_SPAWN_UNSTOPPED),
+                                  bpf_.counter(MT_COUNTER_SPAWNS_DROPPED));
         return stats_.to_json();
     }
 
@@ -226,6 +243,7 @@ private:
     void stop_all() {
         for_each_lane([](Lane& l) { l.consumer.stop(); });
         pressure_.stop();
+        if (links_) links_->stop();
         asio::post(io_, [this] {
             boost::system::error_code ec;
             exit_watch_.cancel(ec);
@@ -269,9 +287,11 @@ private:
     }
 
     void pressure_resume_remaining() {
-        resume_every_stopped(bpf_.pressure_map_fd(), bpf_.snapshot_map_fd());
-        resume_every_stopped(bpf_.snapshot_map_fd(), -1);
-        stats_.set_stopped_at_exit(count_stopped(bpf_.pressure_map_fd()) + count_stopped(bpf_.snapshot_map_fd()));
+        const StopMaps maps = bpf_.stop_maps();
+        resume_all_maps(maps);
+        size_t left = 0;
+        for (int map_fd : maps) left += count_stopped(map_fd);
+        stats_.set_stopped_at_exit(left);
     }
 
     std::optional<int> wait_with_timeout(std::chrono::milliseconds limit) {
@@ -295,6 +315,7 @@ private:
     std::optional<Symbolizer> symbolizer_;
     PressureControl pressure_;
     std::optional<DrainBarrier> drains_;
+    std::optional<ProcessLinks> links_;  // per-process probes only
     asio::posix::stream_descriptor exit_watch_;
     asio::signal_set signals_;
     std::atomic<bool> shutting_down_{false};
@@ -329,6 +350,7 @@ int run_track(const TrackOptions& opt_in) {
     auto child = value_or_throw(HeldChild::spawn(argv));
     std::unique_ptr<BpfSession> bpf;
     std::optional<StopGuard> guard;  // declared after bpf: destroyed first, after the final pass
+    const uint64_t t0 = monotonic_ns();
     try {
         BpfConfig cfg;
         cfg.ring_bytes = opt.ring_size;
@@ -340,17 +362,16 @@ int run_track(const TrackOptions& opt_in) {
         cfg.max_frames = opt.max_frames;
         cfg.stack_ring_bytes = opt.stack_ring_size;
         cfg.libstdcxx_path = opt.libstdcxx_path;
-        const uint64_t t0 = monotonic_ns();
+        cfg.per_process_links = !opt.system_wide_probes;
         bpf = BpfSession::open_and_load(cfg);
         log::info("loaded at {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
         guard.emplace(value_or_throw(
-            StopGuard::start({bpf->pressure_map_fd(), bpf->snapshot_map_fd()}, bpf->recording_flag())));
+            StopGuard::start(bpf->stop_maps(), bpf->recording_flag())));
         bpf->attach_tracepoints();
         log::info("tracepoints at {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
         bpf->attach_allocator_probes();
         bpf->track(child.pid());
         bpf->set_recording(!opt.start_disabled);
-        log::info("start-up took {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
     } catch (...) {
         child.abandon();
         throw;
@@ -378,10 +399,12 @@ int run_track(const TrackOptions& opt_in) {
         child.abandon();
         throw;
     }
+    log::info("start-up took {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
     const int status = run->run();
-    const uint64_t t0 = monotonic_ns();
+    const uint64_t t1 = monotonic_ns();
+    run->close_process_probes();
     bpf->detach();
-    log::info("teardown took {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
+    log::info("teardown took {:.1f} ms", double(monotonic_ns() - t1) / 1e6);
     if (run->exec_failed()) {
         ::unlink(artifact_path.c_str());  // no empty artifact for a command that never ran
         ::unlink(fmt::format("{}/{}.MemtrackStacks.msgpack", dir, child.pid()).c_str());

@@ -23,6 +23,7 @@ struct TrackOptions {
     unsigned threads = 2;
     bool no_stacks = false;
     bool probe_at_entry = false;  // disable ProbePlacement (benchmarks compare)
+    bool system_wide_probes = false;  // probes trap in every process, not only the tracked ones
     uint32_t max_frames = 64;
     uint64_t stack_ring_size = 16ull << 20;
 };

@@ -2,6 +2,7 @@
 
 #include <linux/capability.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -48,6 +49,14 @@ std::string libbpf_last_message() {
     throw FatalError(msg);
 }
 
+// bpf_send_signal_task, which holds a new process until its probes exist, came in Linux 6.13.
+bool kernel_signals_tasks() {
+    utsname u{};
+    unsigned major = 0, minor = 0;
+    if (::uname(&u) != 0 || std::sscanf(u.release, "%u.%u", &major, &minor) != 2) return false;
+    return major > 6 || (major == 6 && minor >= 13);
+}
+
 bool has_capability(const __user_cap_data_struct (&data)[2], int cap) {
     return data[cap / 32].effective & (1u << (cap % 32));
 }
@@ -87,6 +96,10 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
     s->skel_->rodata->capture_stacks = cfg.capture_stacks;
     s->skel_->rodata->max_frames = cfg.max_frames;
     s->skel_->rodata->wakeup_bytes = uint64_t(cfg.wakeup_fill * double(cfg.ring_bytes));
+    s->per_process_ = cfg.per_process_links && kernel_signals_tasks();
+    if (cfg.per_process_links && !s->per_process_)
+        log::info("kernel before 6.13: allocator probes trap in every process using the libraries");
+    s->skel_->rodata->per_process_links = s->per_process_;
     // One program serves every allocator entry (and one every return) through uprobe_multi.
     for (bpf_program* p : {s->skel_->progs.alloc_entry, s->skel_->progs.alloc_return})
         bpf_program__set_expected_attach_type(p, bpf_attach_type(kAttachTypeUprobeMulti));
@@ -135,7 +148,8 @@ void BpfSession::attach_allocator_probes() {
     const Library libs[] = {{libc, &libc_functions(), true}, {libstdcxx, &libstdcxx_functions(), false}};
     // Resolve everything before attaching anything: once malloc is probed, each of memtrack's
     // own allocations pays a trap.
-    std::vector<LibraryProbes> resolved;
+    std::vector<LibraryProbes>& resolved = probes_;
+    resolved.clear();
     for (const auto& lib : libs) {
         if (lib.path.empty()) continue;  // optional library not loaded: nothing to probe
         auto probes = resolve_library_probes(lib.path, *lib.functions, cfg_.place_probes);
@@ -148,17 +162,28 @@ void BpfSession::attach_allocator_probes() {
             log::info("{} lacks {} optional function(s), not probed", lib.path, probes->missing.size());
         resolved.push_back(std::move(probes).value());
     }
-    uprobe_links_.reserve(2 * resolved.size());
-    for (const auto& probes : resolved) {
+    if (per_process_) return;
+    auto links = attach_process_probes(0);
+    if (!links) throw FatalError("BPF attach failed: " + links.error().message());
+    uprobe_links_ = std::move(links).value();
+}
+
+Result<std::vector<UprobeMultiLink>> BpfSession::attach_process_probes(pid_t pid) const {
+    std::vector<UprobeMultiLink> links;
+    links.reserve(2 * probes_.size());
+    for (const auto& probes : probes_) {
         const std::pair<bpf_program*, const UprobeMultiSpec*> parts[] = {
             {skel_->progs.alloc_entry, &probes.entry}, {skel_->progs.alloc_return, &probes.ret}};
         for (const auto& [prog, spec] : parts) {
             if (spec->offsets.empty()) continue;
-            auto link = UprobeMultiLink::attach(bpf_program__fd(prog), *spec);
-            if (!link) throw FatalError("BPF attach failed: " + link.error().message());
-            uprobe_links_.push_back(std::move(link).value());
+            UprobeMultiSpec filtered = *spec;
+            filtered.pid = pid;
+            auto link = UprobeMultiLink::attach(bpf_program__fd(prog), filtered);
+            if (!link) return link.error();
+            links.push_back(std::move(link).value());
         }
     }
+    return links;
 }
 
 void BpfSession::track(pid_t pid) {
@@ -181,6 +206,9 @@ int BpfSession::events_ring_fd() const { return bpf_map__fd(skel_->maps.events);
 int BpfSession::stacks_ring_fd() const { return bpf_map__fd(skel_->maps.stacks); }
 int BpfSession::pressure_map_fd() const { return bpf_map__fd(skel_->maps.pressure_stopped); }
 int BpfSession::snapshot_map_fd() const { return bpf_map__fd(skel_->maps.snapshot_stopped); }
+int BpfSession::spawn_map_fd() const { return bpf_map__fd(skel_->maps.spawn_stopped); }
+int BpfSession::spawns_ring_fd() const { return bpf_map__fd(skel_->maps.spawns); }
+std::vector<int> BpfSession::stop_maps() const { return {pressure_map_fd(), snapshot_map_fd(), spawn_map_fd()}; }
 
 std::atomic_ref<uint64_t> BpfSession::stops_outstanding() {
     // Declared `unsigned long` in BPF so the skeleton's type is uint64_t's on this ABI.

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/Result.hpp"
+#include "probes/AllocatorProbes.hpp"
 #include "probes/UprobeMultiLink.hpp"
 
 struct memtrack_bpf;
@@ -26,6 +28,9 @@ struct BpfConfig {
     uint64_t stack_ring_bytes = 16ull << 20;
     std::string libc_path;      // empty: the C library memtrack itself uses
     std::string libstdcxx_path; // empty: the C++ runtime memtrack itself uses
+    // Allocator probes as links filtered to each tracked process (attach_process_probes), so
+    // other processes on the machine do not trap; off, or on kernels before 6.13, system-wide.
+    bool per_process_links = true;
 };
 
 class BpfSession {
@@ -37,7 +42,12 @@ public:
     BpfSession& operator=(const BpfSession&) = delete;
 
     void attach_tracepoints();
+    // Finds every probe site in the C library and the C++ runtime; throws when malloc or free
+    // cannot be probed. Then, system-wide mode only, attaches them for every process.
     void attach_allocator_probes();
+    bool per_process_links() const { return per_process_; }
+    // Per-process mode: the allocator probes for `pid` alone (links whose filter is that process).
+    Result<std::vector<UprobeMultiLink>> attach_process_probes(pid_t pid) const;
 
     void track(pid_t pid);
     void set_recording(bool on);
@@ -47,6 +57,10 @@ public:
     int stacks_ring_fd() const;
     int pressure_map_fd() const;
     int snapshot_map_fd() const;
+    int spawn_map_fd() const;
+    int spawns_ring_fd() const;
+    // Every map a paused process is published in (pressure, snapshot, spawn).
+    std::vector<int> stop_maps() const;
     // Entries in pressure_stopped, kept by BPF; user space decrements when it resumes one.
     std::atomic_ref<uint64_t> stops_outstanding();
     // The recording flag itself, in the mmapped .bss (for the stop guard, which inherits it).
@@ -62,6 +76,8 @@ private:
     memtrack_bpf* skel_ = nullptr;
     std::vector<bpf_link*> tracepoint_links_;
     std::vector<UprobeMultiLink> uprobe_links_;
+    std::vector<LibraryProbes> probes_;
+    bool per_process_ = false;
 };
 
 // Throws the one-line error the CLI promises when memtrack lacks the privileges to trace.

@@ -52,10 +52,8 @@ Result<StopGuard> StopGuard::start(std::vector<int> stopped_maps, uint32_t* reco
         __atomic_store_n(recording, 0u, __ATOMIC_SEQ_CST);
         for (int quiet = 0, pass = 0; quiet < quiet_passes && pass < 400; ++pass) {
             size_t held = 0;
-            for (size_t i = 0; i < stopped_maps.size(); ++i) {
-                held += count_stopped(stopped_maps[i]);
-                resume_every_stopped(stopped_maps[i], stopped_maps[(i + 1) % stopped_maps.size()], marked_since);
-            }
+            for (int map_fd : stopped_maps) held += count_stopped(map_fd);
+            resume_all_maps(stopped_maps, marked_since);
             quiet = held == 0 ? quiet + 1 : 0;
             if (quiet < quiet_passes) ::usleep(20000);
         }

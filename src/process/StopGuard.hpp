@@ -17,7 +17,8 @@ class StopGuard {
 public:
     // Fork it while memtrack is still single-threaded and before any probe is attached, so it
     // holds no link that would keep probes alive.
-    // stopped_maps: the BPF maps of processes memtrack paused (pressure, mappings snapshot).
+    // stopped_maps: the BPF maps of processes memtrack paused (pressure, mappings snapshot, new
+    // processes awaiting their probes).
     // recording: the BPF recording flag in the mmapped .bss, which the guard inherits: turned
     // off first, so that no producer is paused again while the dead memtrack's probes detach.
     static Result<StopGuard> start(std::vector<int> stopped_maps, uint32_t* recording);

@@ -463,6 +463,13 @@ Stats parse_stats(const std::string& text) {
     return s;
 }
 
+uint64_t stats_u64(const Stats& s, const char* key) {
+    json::error_code ec;
+    json::value v = json::parse(s.raw, ec);
+    if (ec || !v.is_object()) throw std::runtime_error("--stats file is not a JSON object: " + s.raw);
+    return json_u64(v.get_object(), key, "--stats");
+}
+
 // ---- memtrack dump ----
 
 std::string Event::describe() const {

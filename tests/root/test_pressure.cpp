@@ -143,6 +143,7 @@ struct Proc {
     char state = '?';
     int ppid = 0;
     int pgrp = 0;
+    uint64_t minflt = 0;  // page faults: 0 until it has run code of its own since fork
     std::string comm;
     std::string describe() const {
         return std::to_string(pid) + " (" + comm + ") state " + state + " ppid " + std::to_string(ppid) + " pgrp " +
@@ -162,7 +163,9 @@ std::optional<Proc> read_proc(int pid) {
     p.pid = pid;
     p.comm = line.substr(open + 1, close - open - 1);
     std::istringstream rest(line.substr(close + 1));
-    rest >> p.state >> p.ppid >> p.pgrp;
+    long session = 0, tty = 0, tpgid = 0;
+    unsigned long flags = 0;
+    rest >> p.state >> p.ppid >> p.pgrp >> session >> tty >> tpgid >> flags >> p.minflt;
     if (!rest) return std::nullopt;
     return p;
 }
@@ -190,13 +193,6 @@ std::vector<Proc> stopped(const std::vector<Proc>& procs) {
     return out;
 }
 
-std::vector<Proc> stopped_among(const std::set<int>& pids) {
-    std::vector<Proc> out;
-    for (int pid : pids)
-        if (auto p = read_proc(pid); p && p.value().state == 'T') out.push_back(*p);
-    return out;
-}
-
 std::string describe(const std::vector<Proc>& procs) {
     std::string s;
     for (const auto& p : procs) s += "\n    " + p.describe();
@@ -211,6 +207,16 @@ bool poll_until(std::chrono::milliseconds timeout, const std::function<bool()>& 
         if (Clock::now() >= deadline) return false;
         std::this_thread::sleep_for(5ms);
     }
+}
+
+// Polls every 5 ms until a writer is stopped after running code of its own: a pause for ring
+// pressure, not the pause each new process has (before it runs) until its probes are attached.
+bool pressure_paused(const std::set<int>& writers, std::chrono::milliseconds timeout) {
+    return poll_until(timeout, [&] {
+        for (int w : writers)
+            if (auto p = read_proc(w); p && p->state == 'T' && p->minflt > 0) return true;
+        return false;
+    });
 }
 
 std::string read_or_empty(const std::string& path) {
@@ -597,8 +603,7 @@ TEST_CASE("pressure: memtrack ended by SIGTERM while writers are paused resumes 
     REQUIRE_MESSAGE(flood.has_value(), "the flood never started; memtrack's group:", mt.group_text());
     const std::set<int> writers = flood_writers(*flood, k, 20s);
     REQUIRE_MESSAGE(writers.size() == k, "writers ", show(writers), "; memtrack's group:", mt.group_text());
-    REQUIRE_MESSAGE(poll_until(20s, [&] { return !stopped_among(writers).empty(); }),
-                    "no writer was ever seen paused; memtrack's group:", mt.group_text());
+    REQUIRE_MESSAGE(pressure_paused(writers, 20s), "no writer was ever seen paused; memtrack's group:", mt.group_text());
 
     REQUIRE(::kill(mt.pid(), SIGTERM) == 0);
     const auto ended = mt.wait(30s);
@@ -645,8 +650,7 @@ TEST_CASE("pressure: memtrack killed by SIGKILL while writers are paused: memtra
     REQUIRE_MESSAGE(guard.has_value(), "no memtrack-guard child; memtrack's group:", mt.group_text());
     const std::set<int> writers = flood_writers(*flood, k, 20s);
     REQUIRE_MESSAGE(writers.size() == k, "writers ", show(writers), "; memtrack's group:", mt.group_text());
-    REQUIRE_MESSAGE(poll_until(20s, [&] { return !stopped_among(writers).empty(); }),
-                    "no writer was ever seen paused; memtrack's group:", mt.group_text());
+    REQUIRE_MESSAGE(pressure_paused(writers, 20s), "no writer was ever seen paused; memtrack's group:", mt.group_text());
 
     REQUIRE(::kill(mt.pid(), SIGKILL) == 0);
     const auto ended = mt.wait(10s);

@@ -51,6 +51,13 @@ TEST_CASE("process: a fork tree is tracked, each event carrying the pid that all
     CHECK_MESSAGE(p.problems.empty(), "allocation history problems:", p.problems_text());
     CHECK_MESSAGE(p.live.empty(), "blocks never freed:", join(p.live));
     CHECK(show(p.frees) == show(expected_frees));
+
+    // Each of the four new processes was held until its own probes existed, none ran without.
+    INFO("stats: ", t.result.stats.raw);
+    CHECK(stats_u64(t.result.stats, "spawn_stops") == 4);
+    CHECK(stats_u64(t.result.stats, "spawn_unstopped") == 0);
+    CHECK(stats_u64(t.result.stats, "processes_probed") == 5);
+    CHECK(stats_u64(t.result.stats, "probe_attach_errors") == 0);
 }
 
 TEST_CASE("process: threads carry their own tid and the process's pid") {

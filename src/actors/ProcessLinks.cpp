@@ -1,0 +1,175 @@
+#include "actors/ProcessLinks.hpp"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <chrono>
+#include <string>
+
+#include <boost/asio/post.hpp>
+
+#include "actors/Stats.hpp"
+#include "bpf/record.h"
+#include "core/Clock.hpp"
+#include "core/Log.hpp"
+#include "probes/BpfSession.hpp"
+#include "process/StopRelease.hpp"
+
+namespace memtrack {
+
+namespace asio = boost::asio;
+
+namespace {
+
+// Spawn notices wake us at once (BPF_RB_FORCE_WAKEUP); the scan only finds notices the ring
+// had no room for, so it can be slow.
+constexpr auto kBackstop = std::chrono::milliseconds(50);
+
+ring_buffer* open_spawns(int map_fd, ring_buffer_sample_fn fn, void* ctx) {
+    ring_buffer* rb = ring_buffer__new(map_fd, fn, ctx, nullptr);
+    if (!rb) throw FatalError(fmt::format("cannot read the spawns ring: {}", std::strerror(errno)));
+    return rb;
+}
+
+}  // namespace
+
+ProcessLinks::ProcessLinks(asio::io_context& io, BpfSession& bpf, Stats& stats)
+    : strand_(asio::make_strand(io)),
+      bpf_(bpf),
+      stats_(stats),
+      spawns_(open_spawns(bpf.spawns_ring_fd(), &ProcessLinks::on_spawn_record, this), ring_buffer__free),
+      spawns_watch_(strand_, ::dup(ring_buffer__epoll_fd(spawns_.get()))),
+      backstop_(strand_) {}
+
+ProcessLinks::~ProcessLinks() { close_all(); }
+
+Result<void> ProcessLinks::attach_now(pid_t pid) { return attach_process(pid, 0); }
+
+void ProcessLinks::attach(pid_t pid, std::function<void(Result<void>)> done) {
+    asio::post(strand_, [this, pid, done = std::move(done)] { done(attach_process(pid, 0)); });
+}
+
+Result<void> ProcessLinks::attach_process(pid_t pid, uint64_t start_boottime) {
+    if (processes_.count(pid)) return {};
+    const uint64_t t0 = monotonic_ns();
+    // The pidfd first: it pins the process we check, and tells us when it exits.
+    Fd pidfd;
+    if (start_boottime) {
+        auto opened = open_same_process(pid, start_boottime);
+        if (!opened) return opened.error();
+        pidfd = std::move(opened).value();
+        if (!pidfd.valid()) return Error{"attach probes", std::to_string(pid), ESRCH, "process gone"};
+    } else {
+        pidfd.reset(int(::syscall(SYS_pidfd_open, pid, 0)));
+        if (!pidfd.valid()) return errno_error("pidfd_open", std::to_string(pid));
+    }
+    auto links = bpf_.attach_process_probes(pid);
+    if (!links) return links.error();
+    Process p;
+    p.links = std::move(links).value();
+    p.exit_watch = std::make_unique<asio::posix::stream_descriptor>(strand_, pidfd.release());
+    p.exit_watch->async_wait(asio::posix::stream_descriptor::wait_read, [this, pid](boost::system::error_code ec) {
+        if (!ec) on_exit(pid);
+    });
+    processes_.emplace(pid, std::move(p));
+    stats_.on_process_probes(monotonic_ns() - t0);
+    return {};
+}
+
+void ProcessLinks::start() {
+    asio::post(strand_, [this] {
+        arm_spawn_watch();
+        arm_backstop();
+    });
+}
+
+void ProcessLinks::stop() {
+    asio::post(strand_, [this] {
+        stopped_ = true;
+        boost::system::error_code ec;
+        spawns_watch_.cancel(ec);
+        backstop_.cancel();
+        // Whoever is still held gets its probes now (or is released without them): nobody stays
+        // stopped behind us.
+        on_spawns();
+        scan_spawn_map();
+        for (auto& [pid, p] : processes_) p.exit_watch->cancel(ec);
+    });
+}
+
+void ProcessLinks::close_all() {
+    for (auto& [pid, p] : processes_) close_later(std::move(p.links));
+    processes_.clear();
+    closers_.join();
+}
+
+int ProcessLinks::on_spawn_record(void* ctx, void* data, size_t size) {
+    if (size < sizeof(mt_spawn)) return 0;
+    const auto* s = static_cast<const mt_spawn*>(data);
+    static_cast<ProcessLinks*>(ctx)->pending_.emplace_back(s->pid, s->start_boottime);
+    return 0;
+}
+
+void ProcessLinks::arm_spawn_watch() {
+    spawns_watch_.async_wait(asio::posix::stream_descriptor::wait_read, [this](boost::system::error_code ec) {
+        if (ec || stopped_) return;
+        on_spawns();
+        arm_spawn_watch();
+    });
+}
+
+void ProcessLinks::arm_backstop() {
+    backstop_.expires_after(kBackstop);
+    backstop_.async_wait([this](boost::system::error_code ec) {
+        if (ec || stopped_) return;
+        scan_spawn_map();
+        arm_backstop();
+    });
+}
+
+void ProcessLinks::on_spawns() {
+    pending_.clear();
+    if (int n = ring_buffer__consume(spawns_.get()); n < 0)
+        log::error("spawns ring: {}", std::strerror(-n));
+    for (auto [pid, start] : pending_) release_spawned(pid, start);
+    pending_.clear();
+}
+
+// Entries the ring had no room to announce: still stopped, not yet marked resuming.
+void ProcessLinks::scan_spawn_map() {
+    for (uint32_t pid : stopped_pids(bpf_.spawn_map_fd())) {
+        mt_stop stop{};
+        if (bpf_map_lookup_elem(bpf_.spawn_map_fd(), &pid, &stop) == 0 && !stop.resuming)
+            release_spawned(pid, stop.start_boottime);
+    }
+}
+
+void ProcessLinks::release_spawned(uint32_t pid, uint64_t start_boottime) {
+    if (auto r = attach_process(pid_t(pid), start_boottime); !r) {
+        // It runs unrecorded rather than stays stopped; an exit in between is not an error.
+        if (r.error().err != ESRCH) {
+            stats_.on_process_probe_error();
+            log::error("probes for new process {}: {}", pid, r.error().message());
+        }
+    }
+    auto released = release_stop(bpf_.spawn_map_fd(), bpf_.stop_maps(), pid);
+    if (!released) log::error("resume new process: {}", released.error().message());
+    else if (released->resumed) stats_.on_spawn_held(monotonic_ns() - released->stop_ns);
+}
+
+void ProcessLinks::on_exit(pid_t pid) {
+    auto it = processes_.find(pid);
+    if (it == processes_.end()) return;
+    close_later(std::move(it->second.links));
+    processes_.erase(it);
+}
+
+void ProcessLinks::close_later(std::vector<UprobeMultiLink> links) {
+    for (auto& l : links)
+        asio::post(closers_, [link = std::make_shared<UprobeMultiLink>(std::move(l))]() mutable { link.reset(); });
+}
+
+}  // namespace memtrack

@@ -1,0 +1,74 @@
+#pragma once
+// Owns: the allocator probe links of each tracked process (per-process mode), the spawns ring,
+// and the spawn_stopped pauses: a new process runs once its own links exist.
+// Accepts: attach(pid, done) for a root process, spawn notices (ring), exits (pidfds), stop().
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include "actors/Messages.hpp"
+#include "core/Result.hpp"
+#include "probes/UprobeMultiLink.hpp"
+
+struct ring_buffer;
+
+namespace memtrack {
+
+class BpfSession;
+class Stats;
+
+class ProcessLinks {
+public:
+    ProcessLinks(boost::asio::io_context& io, BpfSession& bpf, Stats& stats);
+    ~ProcessLinks();
+
+    // Attaches pid's probes now, from the caller's thread: only before the io_context runs (the
+    // command, still held by its launcher).
+    Result<void> attach_now(pid_t pid);
+    // Attaches pid's probes on the strand (the socket's `attach`).
+    void attach(pid_t pid, std::function<void(Result<void>)> done);
+    void start();
+    // Stops watching for spawns; links stay until close_all().
+    void stop();
+    // Detaches every process's probes, closing links in parallel, and waits for the closes.
+    void close_all();
+
+private:
+    struct Process {
+        std::vector<UprobeMultiLink> links;
+        std::unique_ptr<boost::asio::posix::stream_descriptor> exit_watch;  // its pidfd
+    };
+
+    // Touched only on strand_ (or before the io_context runs).
+    Result<void> attach_process(pid_t pid, uint64_t start_boottime);
+    void on_spawns();
+    void release_spawned(uint32_t pid, uint64_t start_boottime);
+    void scan_spawn_map();
+    void arm_spawn_watch();
+    void arm_backstop();
+    void on_exit(pid_t pid);
+    void close_later(std::vector<UprobeMultiLink> links);
+    static int on_spawn_record(void* ctx, void* data, size_t size);
+
+    Strand strand_;
+    BpfSession& bpf_;
+    Stats& stats_;
+    std::unique_ptr<ring_buffer, void (*)(ring_buffer*)> spawns_;
+    boost::asio::posix::stream_descriptor spawns_watch_;
+    boost::asio::steady_timer backstop_;
+    std::vector<std::pair<uint32_t, uint64_t>> pending_;  // spawn notices read, not yet handled
+    std::map<pid_t, Process> processes_;
+    // Closing a uprobe link waits for an RCU grace period (~0.1 s here): never on the strand.
+    boost::asio::thread_pool closers_{4};
+    bool stopped_ = false;
+};
+
+}  // namespace memtrack
