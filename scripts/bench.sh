@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # memtrack's benchmarks, in one run (docs/BENCHMARKS.md shows a run and how to read it).
 #
-#   scripts/bench.sh [--overhead] [--pressure] [--drain] [--stacks] [--consumer]
+#   scripts/bench.sh [--overhead] [--pressure] [--drain] [--stacks] [--consumer] [--others]
 #                    [--reps N] [--scale F] [--system-libc] [--keep]
 #
 # Sections (all of them when none is named):
@@ -15,6 +15,8 @@
 #   --stacks    ring bytes per allocation event with few and many call stacks, the estimate
 #               without deduplication, the symbolizer's throughput, the cost of stack capture.
 #   --consumer  records per second through RingConsumer and Writer, with many writers.
+#   --others    an untracked `flood` beside a memtrack that tracks an idle command: alone, beside
+#               memtrack (per-process probes, the default), beside --system-wide-probes.
 # Options:
 #   --reps N       repetitions of every timed run; medians are reported (default 3)
 #   --scale F      multiply every workload size by F (e.g. 0.1 to try the script quickly)
@@ -61,7 +63,7 @@ ISOLATE=1
 KEEP=0
 while (($#)); do
     case "$1" in
-    --overhead | --pressure | --drain | --stacks | --consumer) SECTION[${1#--}]=1 ;;
+    --overhead | --pressure | --drain | --stacks | --consumer | --others) SECTION[${1#--}]=1 ;;
     --reps) REPS="${2:?--reps needs a number}"; shift ;;
     --scale) SCALE="${2:?--scale needs a factor}"; shift ;;
     --system-libc) ISOLATE=0 ;;
@@ -74,7 +76,7 @@ done
 [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "--reps must be a positive integer"
 [[ "$SCALE" =~ ^[0-9]*\.?[0-9]+$ ]] || die "--scale must be a positive number"
 if ((${#SECTION[@]} == 0)); then
-    for s in overhead pressure drain stacks consumer; do SECTION[$s]=1; done
+    for s in overhead others pressure drain stacks consumer; do SECTION[$s]=1; done
 fi
 on() { [[ -n "${SECTION[$1]:-}" ]]; }
 [[ $EUID -eq 0 ]] || die "needs root (memtrack, bpftrace and the trap floor load BPF programs)"
@@ -264,7 +266,7 @@ end_section() { echo; echo "($(fmt "$(elapsed_s "$section_t0" "$(now)")" '%.0f')
 echo "# memtrack benchmarks"
 echo
 echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "- command: scripts/bench.sh$( ((${#SECTION[@]} < 5)) && printf ' --%s' "${!SECTION[@]}") --reps $REPS --scale $SCALE$( ((ISOLATE)) || echo ' --system-libc')"
+echo "- command: scripts/bench.sh$( ((${#SECTION[@]} < 6)) && printf ' --%s' "${!SECTION[@]}") --reps $REPS --scale $SCALE$( ((ISOLATE)) || echo ' --system-libc')"
 # shellcheck source=/dev/null
 echo "- machine: $(nproc) cpu ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), kernel $(uname -r), $(. /etc/os-release && echo "$PRETTY_NAME")"
 echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg); other processes' uprobe_multi links: $(foreign_uprobe_links)"
@@ -373,6 +375,50 @@ if on overhead; then
     st_up=$(for f in "$WORK"/log/*__memtrack__1__r*.log; do sed -n 's/.*start-up took \([0-9.]*\) ms.*/\1/p' "$f"; done >"$WORK/t/.su"; median "$WORK/t/.su")
     td=$(for f in "$WORK"/log/*__memtrack__1__r*.log; do sed -n 's/.*teardown took \([0-9.]*\) ms.*/\1/p' "$f"; done >"$WORK/t/.td"; median "$WORK/t/.td")
     echo "- memtrack -v at size 1, all workloads: start-up took $(fmt "$st_up" '%.0f') ms, teardown took $(fmt "$td" '%.0f') ms (medians of its own log lines)"
+    end_section
+fi
+
+# ---- other processes ----
+# An untracked flood while memtrack tracks `a command that waits`: the probes memtrack attaches
+# are on the same library file the flood maps (the private copy, or the system's).
+others_run() { # TAG MEMTRACK-OPTIONS... : times the untracked flood beside a memtrack run
+    local tag="$1" stop="$WORK/others.stop" log="$WORK/log/others.log" mt t0 t1
+    shift
+    rm -f "$stop"
+    "$MEMTRACK" -v track -o "$WORK/out" --no-stacks "$@" -- bash -c "while [ ! -e '$stop' ]; do sleep 0.02; done" \
+        >/dev/null 2>"$log" &
+    mt=$!
+    for ((i = 0; i < 500; ++i)); do grep -q "start-up took" "$log" 2>/dev/null && break; sleep 0.02; done
+    t0=$(now)
+    "$BIN/flood" 1 "$FLOOD_N" >/dev/null
+    t1=$(now)
+    elapsed_s "$t0" "$t1" >>"$WORK/t/$tag"
+    touch "$stop"
+    wait "$mt" || echo "$tag rep $REP: memtrack exited with $?" >>"$WORK/warnings"
+    rm -rf "$WORK/out" && mkdir -p "$WORK/out"
+}
+
+if on others; then
+    begin_section "Other processes"
+    for ((REP = 1; REP <= REPS; ++REP)); do
+        t0=$(now); "$BIN/flood" 1 "$FLOOD_N" >/dev/null; elapsed_s "$t0" "$(now)" >>"$WORK/t/others__alone"
+        others_run others__perprocess
+        others_run others__systemwide --system-wide-probes
+    done
+    echo "\`flood 1 $FLOOD_N\` ($FLOOD_N malloc+free pairs), not tracked, run by the shell while \`memtrack track --no-stacks\`"
+    echo "tracks a command that only waits. Medians of $REPS."
+    echo
+    echo "| beside                              | wall (s) | slowdown | us per pair above alone |"
+    echo "|-------------------------------------|---------:|---------:|------------------------:|"
+    alone=$(median "$WORK/t/others__alone")
+    printf '| %-35s | %8s | %8s | %23s |\n' "nothing" "$(fmt "$alone" '%.3f')" 1x -
+    for m in perprocess systemwide; do
+        w=$(median "$WORK/t/others__$m")
+        label="memtrack (per-process probes)"
+        [[ $m == systemwide ]] && label="memtrack --system-wide-probes"
+        printf '| %-35s | %8s | %8s | %23s |\n' "$label" "$(fmt "$w" '%.3f')" "$(fmt "$(calc "$w / $alone")" '%.1fx')" \
+            "$(fmt "$(calc "($w - $alone) / $FLOOD_N * 1e6")" '%.2f')"
+    done
     end_section
 fi
 

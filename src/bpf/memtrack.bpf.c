@@ -183,15 +183,20 @@ static __always_inline bool stop_current(void *stopped_map)
 	return bpf_map_update_elem(stopped_map, &tgid, &stop, cur ? BPF_ANY : BPF_NOEXIST) == 0;
 }
 
-/* Pause the producer when a ring is nearly full; PressureControl resumes it. */
-static __always_inline void apply_pressure(void *ring, __u64 stop_at)
+/* Pause the producer when a ring is nearly full (`fill` bytes); PressureControl resumes it. */
+static __always_inline void apply_pressure_at(__u64 fill, __u64 stop_at)
 {
-	if (bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) < stop_at)
+	if (fill < stop_at)
 		return;
 	if (stop_current(&pressure_stopped)) {
 		__sync_fetch_and_add(&stops_outstanding, 1);
 		count(MT_COUNTER_STOPS);
 	}
+}
+
+static __always_inline void apply_pressure(void *ring, __u64 stop_at)
+{
+	apply_pressure_at(bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA), stop_at);
 }
 
 static __always_inline void emit_record(__u32 kind, __u64 addr, __u64 size, __u64 old_addr, __u32 flags,
@@ -213,12 +218,11 @@ static __always_inline void emit_record(__u32 kind, __u64 addr, __u64 size, __u6
 	r->stack_hash = stack_hash;
 	r->pid = id >> 32;
 	r->tid = (__u32)id;
-	__u64 wake = 0;
-	if (wakeup_bytes && bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) < wakeup_bytes)
-		wake = BPF_RB_NO_WAKEUP;
-	bpf_ringbuf_submit(r, wake);
+	/* One look at the fill (this record included) decides both the wake-up and the pause. */
+	__u64 fill = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	bpf_ringbuf_submit(r, fill < wakeup_bytes ? BPF_RB_NO_WAKEUP : 0);
 	if (pressure)
-		apply_pressure(&events, stop_bytes);
+		apply_pressure_at(fill, stop_bytes);
 }
 
 static __always_inline void emit(__u32 kind, __u64 addr, __u64 size, __u64 old_addr, __u32 flags)
