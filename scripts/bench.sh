@@ -91,6 +91,7 @@ DEFAULT_N=$(scaled 100000)      # flood 2 DEFAULT_N at default settings
 DRAIN_N=$(scaled 200000)        # flood 2 DRAIN_N while drains are timed
 CALLSITES_N=$(scaled 100000)    # callsites: malloc+free pairs
 CONSUMER_N=$(scaled 40000)      # flood 8 CONSUMER_N
+FORKS_N=$(scaled 200)           # a tracked shell starting /bin/true FORKS_N times
 
 # ---- build and peers, under the build lock ----
 # The lock is held for the whole run (as scripts/flood.sh does): no build or test of the machine
@@ -404,6 +405,11 @@ if on others; then
         t0=$(now); "$BIN/flood" 1 "$FLOOD_N" >/dev/null; elapsed_s "$t0" "$(now)" >>"$WORK/t/others__alone"
         others_run others__perprocess
         others_run others__systemwide --system-wide-probes
+        # The price of per-process probes: every new process waits for its own links.
+        forks="for i in \$(seq $FORKS_N); do /bin/true; done"
+        t0=$(now); bash -c "$forks"; elapsed_s "$t0" "$(now)" >>"$WORK/t/forks__alone"
+        mt_run forks__perprocess --no-stacks -- bash -c "$forks"
+        mt_run forks__systemwide --no-stacks --system-wide-probes -- bash -c "$forks"
     done
     echo "\`flood 1 $FLOOD_N\` ($FLOOD_N malloc+free pairs), not tracked, run by the shell while \`memtrack track --no-stacks\`"
     echo "tracks a command that only waits. Medians of $REPS."
@@ -418,6 +424,24 @@ if on others; then
         [[ $m == systemwide ]] && label="memtrack --system-wide-probes"
         printf '| %-35s | %8s | %8s | %23s |\n' "$label" "$(fmt "$w" '%.3f')" "$(fmt "$(calc "$w / $alone")" '%.1fx')" \
             "$(fmt "$(calc "($w - $alone) / $FLOOD_N * 1e6")" '%.2f')"
+    done
+    echo
+    echo "What per-process probes cost instead: a tracked shell running /bin/true $FORKS_N times (each new process"
+    echo "is held until its links exist; its links close when it exits). Wall time of the whole memtrack run,"
+    echo "start-up and teardown included; held and attach times from the stats (medians of the runs' p50 / max)."
+    echo
+    echo "| run                                       | wall (s) | ms per process above untracked | spawn held p50 / max (ms) | attach p50 (ms) |"
+    echo "|-------------------------------------------|---------:|-------------------------------:|--------------------------:|----------------:|"
+    falone=$(median "$WORK/t/forks__alone")
+    printf '| %-41s | %8s | %30s | %25s | %15s |\n' "untracked" "$(fmt "$falone" '%.3f')" - - -
+    for m in perprocess systemwide; do
+        w=$(median "$WORK/t/forks__$m")
+        label="memtrack --no-stacks"
+        [[ $m == systemwide ]] && label="memtrack --no-stacks --system-wide-probes"
+        printf '| %-41s | %8s | %30s | %25s | %15s |\n' "$label" "$(fmt "$w" '%.3f')" \
+            "$(fmt "$(calc "($w - $falone) / $FORKS_N * 1e3")" '%.2f')" \
+            "$(fmt "$(stat_median "forks__$m" .spawn_held_ms.p50)" '%.2f') / $(fmt "$(stat_median "forks__$m" .spawn_held_ms.max)" '%.1f')" \
+            "$(fmt "$(stat_median "forks__$m" .probe_attach_ms.p50)" '%.2f')"
     done
     end_section
 fi

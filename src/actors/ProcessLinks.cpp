@@ -101,9 +101,9 @@ void ProcessLinks::stop() {
 }
 
 void ProcessLinks::close_all() {
-    for (auto& [pid, p] : processes_) close_later(std::move(p.links));
+    for (auto& [pid, p] : processes_) closer_.close(std::move(p.links));
     processes_.clear();
-    closers_.join();
+    closer_.wait_idle();
 }
 
 int ProcessLinks::on_spawn_record(void* ctx, void* data, size_t size) {
@@ -163,13 +163,8 @@ void ProcessLinks::release_spawned(uint32_t pid, uint64_t start_boottime) {
 void ProcessLinks::on_exit(pid_t pid) {
     auto it = processes_.find(pid);
     if (it == processes_.end()) return;
-    close_later(std::move(it->second.links));
+    closer_.close(std::move(it->second.links));
     processes_.erase(it);
-}
-
-void ProcessLinks::close_later(std::vector<UprobeMultiLink> links) {
-    for (auto& l : links)
-        asio::post(closers_, [link = std::make_shared<UprobeMultiLink>(std::move(l))]() mutable { link.reset(); });
 }
 
 }  // namespace memtrack

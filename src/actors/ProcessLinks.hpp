@@ -12,10 +12,10 @@
 
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/thread_pool.hpp>
 
 #include "actors/Messages.hpp"
 #include "core/Result.hpp"
+#include "probes/LinkCloser.hpp"
 #include "probes/UprobeMultiLink.hpp"
 
 struct ring_buffer;
@@ -55,7 +55,6 @@ private:
     void arm_spawn_watch();
     void arm_backstop();
     void on_exit(pid_t pid);
-    void close_later(std::vector<UprobeMultiLink> links);
     static int on_spawn_record(void* ctx, void* data, size_t size);
 
     Strand strand_;
@@ -67,7 +66,7 @@ private:
     std::vector<std::pair<uint32_t, uint64_t>> pending_;  // spawn notices read, not yet handled
     std::map<pid_t, Process> processes_;
     // Closing a uprobe link waits for an RCU grace period (~0.1 s here): never on the strand.
-    boost::asio::thread_pool closers_{4};
+    LinkCloser closer_;
     bool stopped_ = false;
 };
 
