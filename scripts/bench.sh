@@ -92,6 +92,7 @@ DRAIN_N=$(scaled 200000)        # flood 2 DRAIN_N while drains are timed
 CALLSITES_N=$(scaled 100000)    # callsites: malloc+free pairs
 CONSUMER_N=$(scaled 40000)      # flood 8 CONSUMER_N
 FORKS_N=$(scaled 200)           # a tracked shell starting /bin/true FORKS_N times
+SYSCALLS_N=$(scaled 500000)     # dd bs=1 count=SYSCALLS_N beside memtrack: 2 syscalls each
 
 # ---- build and peers, under the build lock ----
 # The lock is held for the whole run (as scripts/flood.sh does): no build or test of the machine
@@ -382,7 +383,7 @@ fi
 # ---- other processes ----
 # An untracked flood while memtrack tracks `a command that waits`: the probes memtrack attaches
 # are on the same library file the flood maps (the private copy, or the system's).
-others_run() { # TAG MEMTRACK-OPTIONS... : times the untracked flood beside a memtrack run
+others_run() { # TAG MEMTRACK-OPTIONS... : times the untracked flood and syscalls beside a memtrack run
     local tag="$1" stop="$WORK/others.stop" log="$WORK/log/others.log" mt t0 t1
     shift
     rm -f "$stop"
@@ -390,19 +391,26 @@ others_run() { # TAG MEMTRACK-OPTIONS... : times the untracked flood beside a me
         >/dev/null 2>"$log" &
     mt=$!
     for ((i = 0; i < 500; ++i)); do grep -q "start-up took" "$log" 2>/dev/null && break; sleep 0.02; done
-    t0=$(now)
-    "$BIN/flood" 1 "$FLOOD_N" >/dev/null
-    t1=$(now)
-    elapsed_s "$t0" "$t1" >>"$WORK/t/$tag"
+    others_time "$tag"
     touch "$stop"
     wait "$mt" || echo "$tag rep $REP: memtrack exited with $?" >>"$WORK/warnings"
     rm -rf "$WORK/out" && mkdir -p "$WORK/out"
 }
 
+others_time() { # TAG: the untracked flood, then SYSCALLS_N one-byte reads and writes (dd)
+    local t0
+    t0=$(now)
+    "$BIN/flood" 1 "$FLOOD_N" >/dev/null
+    elapsed_s "$t0" "$(now)" >>"$WORK/t/$1"
+    t0=$(now)
+    dd if=/dev/zero of=/dev/null bs=1 count="$SYSCALLS_N" status=none
+    elapsed_s "$t0" "$(now)" >>"$WORK/t/$1.sys"
+}
+
 if on others; then
     begin_section "Other processes"
     for ((REP = 1; REP <= REPS; ++REP)); do
-        t0=$(now); "$BIN/flood" 1 "$FLOOD_N" >/dev/null; elapsed_s "$t0" "$(now)" >>"$WORK/t/others__alone"
+        others_time others__alone
         others_run others__perprocess
         others_run others__systemwide --system-wide-probes
         # The price of per-process probes: every new process waits for its own links.
@@ -411,19 +419,23 @@ if on others; then
         mt_run forks__perprocess --no-stacks -- bash -c "$forks"
         mt_run forks__systemwide --no-stacks --system-wide-probes -- bash -c "$forks"
     done
-    echo "\`flood 1 $FLOOD_N\` ($FLOOD_N malloc+free pairs), not tracked, run by the shell while \`memtrack track --no-stacks\`"
-    echo "tracks a command that only waits. Medians of $REPS."
+    echo "Not tracked, run by the shell while \`memtrack track --no-stacks\` tracks a command that only waits:"
+    echo "\`flood 1 $FLOOD_N\` ($FLOOD_N malloc+free pairs) and \`dd bs=1 count=$SYSCALLS_N\` ($((2 * SYSCALLS_N)) read/write"
+    echo "syscalls). Medians of $REPS."
     echo
-    echo "| beside                              | wall (s) | slowdown | us per pair above alone |"
-    echo "|-------------------------------------|---------:|---------:|------------------------:|"
+    echo "| beside                              | flood wall (s) | slowdown | us per pair above alone | dd wall (s) | slowdown | us per syscall above alone |"
+    echo "|-------------------------------------|---------------:|---------:|------------------------:|------------:|---------:|---------------------------:|"
     alone=$(median "$WORK/t/others__alone")
-    printf '| %-35s | %8s | %8s | %23s |\n' "nothing" "$(fmt "$alone" '%.3f')" 1x -
+    salone=$(median "$WORK/t/others__alone.sys")
+    printf '| %-35s | %14s | %8s | %23s | %11s | %8s | %26s |\n' "nothing" "$(fmt "$alone" '%.3f')" 1x - "$(fmt "$salone" '%.3f')" 1x -
     for m in perprocess systemwide; do
         w=$(median "$WORK/t/others__$m")
+        sw=$(median "$WORK/t/others__$m.sys")
         label="memtrack (per-process probes)"
         [[ $m == systemwide ]] && label="memtrack --system-wide-probes"
-        printf '| %-35s | %8s | %8s | %23s |\n' "$label" "$(fmt "$w" '%.3f')" "$(fmt "$(calc "$w / $alone")" '%.1fx')" \
-            "$(fmt "$(calc "($w - $alone) / $FLOOD_N * 1e6")" '%.2f')"
+        printf '| %-35s | %14s | %8s | %23s | %11s | %8s | %26s |\n' "$label" "$(fmt "$w" '%.3f')" "$(fmt "$(calc "$w / $alone")" '%.1fx')" \
+            "$(fmt "$(calc "($w - $alone) / $FLOOD_N * 1e6")" '%.2f')" "$(fmt "$sw" '%.3f')" \
+            "$(fmt "$(calc "$sw / $salone")" '%.2fx')" "$(fmt "$(calc "($sw - $salone) / (2 * $SYSCALLS_N) * 1e6")" '%.3f')"
     done
     echo
     echo "What per-process probes cost instead: a tracked shell running /bin/true $FORKS_N times (each new process"

@@ -75,7 +75,14 @@ enum mt_func {
 	MT_FUNC_NEW,         /* every operator new/new[] without alignment: (size, ...) */
 	MT_FUNC_NEW_ALIGNED, /* operator new/new[] with std::align_val_t: (size, alignment, ...) */
 	MT_FUNC_DELETE,      /* every operator delete/delete[]: (ptr, ...) */
+	/* The C library's memory-mapping wrappers (the first is MT_FUNC_FIRST_MAPPING). */
+	MT_FUNC_MMAP,   /* mmap, mmap64: (addr, len, prot, ...) */
+	MT_FUNC_MUNMAP, /* (addr, len) */
+	MT_FUNC_MREMAP, /* (old_addr, old_len, new_len, ...) */
+	MT_FUNC_BRK,    /* brk, also what sbrk calls: (addr) -> 0 */
+	MT_FUNC_DLOPEN, /* dlopen, dlmopen: new code, the process's mappings must be read again */
 };
+#define MT_FUNC_FIRST_MAPPING MT_FUNC_MMAP
 
 #define MT_COOKIE(func, pushed) ((__u64)(func) | ((__u64)(pushed) << 8))
 #define MT_COOKIE_FUNC(c) ((__u32)((c)&0xff))

@@ -24,6 +24,13 @@ const std::vector<AllocatorFunction>& libc_functions() {
         {"posix_memalign", MT_FUNC_POSIX_MEMALIGN, true, false},
         {"valloc", MT_FUNC_VALLOC, true, false},
         {"pvalloc", MT_FUNC_VALLOC, true, false},
+        // Mappings made through the C library (see the BPF side for what that leaves out).
+        {"mmap", MT_FUNC_MMAP, true, false},
+        {"munmap", MT_FUNC_MUNMAP, true, false},
+        {"mremap", MT_FUNC_MREMAP, true, false},
+        {"brk", MT_FUNC_BRK, true, false},
+        {"dlopen", MT_FUNC_DLOPEN, true, false},
+        {"dlmopen", MT_FUNC_DLOPEN, true, false},
     };
     return fns;
 }
@@ -60,9 +67,12 @@ unsigned argument_registers(uint32_t func) {
     case MT_FUNC_REALLOC:
     case MT_FUNC_ALIGNED_ALLOC:
     case MT_FUNC_NEW_ALIGNED:
+    case MT_FUNC_MUNMAP:
         return 2;
     case MT_FUNC_REALLOCARRAY:
     case MT_FUNC_POSIX_MEMALIGN:
+    case MT_FUNC_MMAP:
+    case MT_FUNC_MREMAP:
         return 3;
     default:
         return 1;

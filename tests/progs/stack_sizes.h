@@ -15,6 +15,9 @@
 /* stack_shlib: main -> stacklib_alloc -> stacklib_leaf -> malloc, inside libstacklib.so. */
 #define STK_SHLIB_SIZE 10211u
 
+/* stack_dlopen: one malloc before dlopen(libstacklib.so), then stacklib_alloc(STK_SHLIB_SIZE). */
+#define STK_DLOPEN_FIRST_SIZE 10223u
+
 /* stack_cxx (-O2): stk::Widget::make(int) -> operator new, and outer -> [inlined_helper] -> new. */
 #define STK_CXX_WIDGET 10313u /* sizeof(stk::Widget), made by stk::Widget::make(int) */
 #define STK_CXX_GADGET 10331u /* sizeof(stk::Gadget), made inside the inlined helper */

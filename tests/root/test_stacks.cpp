@@ -405,6 +405,32 @@ TEST_CASE("stacks: an allocation in a shared library names its function and the 
     }
 }
 
+TEST_CASE("stacks: code loaded by dlopen after the first stack still resolves (its mappings are read again)") {
+    ROOT_SUITE_GUARD();
+    const unsigned n = 3;
+    TempDir dir;
+    Tracked t = track_and_dump(dir, {fixture("stack_dlopen"), fixture("libstacklib.so"), std::to_string(n)});
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_common(t);
+    check_stack_stats(t);
+    CHECK(show(tally_by_size(t.events, {STK_DLOPEN_FIRST_SIZE, STK_SHLIB_SIZE})) ==
+          show(std::map<uint64_t, std::string>{{STK_DLOPEN_FIRST_SIZE, "Malloc x1"},
+                                               {STK_SHLIB_SIZE, "Malloc x" + std::to_string(n)}}));
+    const uint64_t leaf_line = marked_line("stack_lib.c", "stacklib-leaf-malloc");
+    const std::vector<Resolved> resolved = with_size(dump_resolved(t.result.artifact), STK_SHLIB_SIZE);
+    CHECK(resolved.size() == n);
+    for (const Resolved& r : resolved) {
+        CAPTURE(r.event.describe());
+        REQUIRE_MESSAGE(r.frames.size() >= 3, show(r.frames));
+        CHECK_MESSAGE(r.frames[0].function == "stacklib_leaf", show(r.frames));
+        CHECK_MESSAGE(ends_with(r.frames[0].module, "/libstacklib.so"), show(r.frames));
+        CHECK_MESSAGE(r.frames[0].line == leaf_line, show(r.frames));
+        CHECK_MESSAGE(r.frames[1].function == "stacklib_alloc", show(r.frames));
+        CHECK_MESSAGE(r.frames[2].function == "main", show(r.frames));
+        CHECK_MESSAGE(ends_with(r.frames[2].module, "/stack_dlopen"), show(r.frames));
+    }
+}
+
 TEST_CASE("stacks: C++ frames are demangled, and a call inside inlined code gets the inlined frame") {
     ROOT_SUITE_GUARD();
     const unsigned n = 3;
