@@ -15,8 +15,11 @@ namespace memtrack {
 
 class ZstdFileWriter {
 public:
+    // memtrack's artifact and stacks file level.
+    static constexpr int kDefaultLevel = 3;
+
     // Creates or truncates `path` (mode 0644).
-    static Result<ZstdFileWriter> create(const std::string& path, int level = 3);
+    static Result<ZstdFileWriter> create(const std::string& path, int level = kDefaultLevel);
 
     ZstdFileWriter(ZstdFileWriter&&) noexcept = default;
     ZstdFileWriter& operator=(ZstdFileWriter&&) noexcept = default;
