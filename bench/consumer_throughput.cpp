@@ -15,6 +15,7 @@
 // Measured: records / (first record written .. artifact finished), and the CPU time of every
 // thread. Then the artifact is read back (read_artifact): every record must come out, in order,
 // with the fields it was written with. Exits 1 when a record is missing, different or dropped.
+#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -86,6 +87,7 @@ struct FeedResult {
 
 // Writes opt.records records, never letting the ring's fill pass opt.max_fill.
 FeedResult feed_all(RingFeeder& feeder, const RingView& ring, const Options& opt) {
+    ::pthread_setname_np(::pthread_self(), "ct-feeder");
     FeedResult res;
     const double cpu0 = thread_cpu_s();
     const uint64_t wakeup_bytes = uint64_t(opt.wakeup_fill * double(ring.capacity()));
@@ -191,6 +193,7 @@ int run(const Options& opt) {
     std::vector<std::pair<std::string, double>> cpu;
     std::mutex cpu_mu;
     auto run_io = [&](asio::io_context& ctx, std::string role) {
+        ::pthread_setname_np(::pthread_self(), ("ct-" + role).c_str());  // for perf report --comm
         const double c0 = thread_cpu_s();
         ctx.run();
         std::lock_guard lock(cpu_mu);
