@@ -149,6 +149,8 @@ struct Pipeline {
           consumer_work(consumer_io.get_executor()), writer_work(writer_io.get_executor()) {
         consumer.set_batch_ready([this] { writer.notify(); });
         writer.set_queue_space([this] { consumer.on_queue_space(); });
+        consumer.set_batch_pool(&pool);
+        writer.set_batch_pool(&pool);
     }
 
     // Reads the ring to the producer position of now, closes the artifact, lets the io_contexts
@@ -168,6 +170,7 @@ struct Pipeline {
 
     Stats stats;
     BatchQueue queue;
+    BatchPool pool;
     RingConsumer consumer;
     Writer writer;
     asio::executor_work_guard<asio::io_context::executor_type> consumer_work, writer_work;
