@@ -25,6 +25,13 @@ void Writer::write_batch(const RecordBatch& b) {
     char* end = begin;
     uint64_t artifact_events = 0, allocations = 0;
     for (const mt_record& r : b.records) {
+        const auto kind = EventKind(mt_record_kind(&r));
+        if (is_artifact_kind(kind)) {
+            end = encode_record(r, end);
+            ++artifact_events;
+            allocations += is_allocation(kind);
+            continue;
+        }
         auto ev = decode_record(r);
         if (!ev) continue;
         switch (ev->kind) {
@@ -37,12 +44,8 @@ void Writer::write_batch(const RecordBatch& b) {
                 live_processes_.erase(it);
             }
             break;
-        case EventKind::Exec:
+        default:  // Exec
             break;
-        default:
-            end = encode_event(*ev, end);
-            ++artifact_events;
-            allocations += is_allocation(ev->kind);
         }
     }
     if (end != begin) {

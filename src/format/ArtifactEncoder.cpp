@@ -39,15 +39,21 @@ char* put_be(char* p, uint8_t tag, T v) {
     return p;
 }
 
+// Stores the tag and always 8 value bytes (one unaligned store, no loop), then advances by the
+// form's length. The bytes past it are overwritten by the next field; at the end of an event
+// they stay within kMaxEncodedEventBytes, which counts every integer at its widest (9 bytes).
 char* put_uint(char* p, uint64_t v) {
     if (v < 0x80) {
-        *p = char(v);
+        *p = char(v);  // positive fixint
         return p + 1;
     }
-    if (v < 0x100) return put_be(p, 0xcc, uint8_t(v));
-    if (v < 0x10000) return put_be(p, 0xcd, uint16_t(v));
-    if (v < 0x100000000ull) return put_be(p, 0xce, uint32_t(v));
-    return put_be(p, 0xcf, v);
+    // 0xcc uint8, 0xcd uint16, 0xce uint32, 0xcf uint64
+    const unsigned form = unsigned(v >= 0x100) + unsigned(v >= 0x10000) + unsigned(v >= 0x100000000ull);
+    const unsigned bytes = 1u << form;
+    p[0] = char(0xcc + form);
+    const uint64_t big_endian = __builtin_bswap64(v << (64 - 8 * bytes));
+    std::memcpy(p + 1, &big_endian, sizeof(big_endian));
+    return p + 1 + bytes;
 }
 
 char* put_int(char* p, int32_t v) {
@@ -93,16 +99,25 @@ static_assert(1 + 2 * (4 + 5) + (10 + 9) + (5 + 9) + (5 + 13) + (9 + 9) + (5 + 9
 // The type value is copied as a whole TypeValue::bytes, past its end: that must fit too.
 static_assert(1 + 2 * (4 + 5) + (10 + 9) + (5 + 9) + 5 + sizeof(TypeValue::bytes) <= kMaxEncodedEventBytes);
 
-}  // namespace
 
-char* encode_event(const Event& e, char* p) {
+// What an event and a ring record have in common: encode_event and encode_record write through
+// this, so both write the same bytes by construction.
+struct Fields {
+    EventKind kind;
+    int32_t pid, tid;
+    uint64_t timestamp, addr;
+    bool has_old_addr;
+    uint64_t old_addr, size, stack_hash;
+};
+
+[[gnu::always_inline]] inline char* encode_fields(const Fields& e, char* p) {
     const TypeValue& type = kTypeValues[size_t(e.kind)];
     assert(type.len != 0 && "encode_event: kind is not an artifact kind");
     if (type.len == 0) return p;
 
     // The runner's schema: old_addr exists only on Realloc, size on everything but Free, and
     // stack_hash only on allocations, where 0 means "no stack" and is left out.
-    const bool with_old_addr = e.kind == EventKind::Realloc && e.old_addr.has_value();
+    const bool with_old_addr = e.kind == EventKind::Realloc && e.has_old_addr;
     const bool with_size = e.kind != EventKind::Free;
     const bool with_stack = is_allocation(e.kind) && e.stack_hash != 0;
 
@@ -114,10 +129,25 @@ char* encode_event(const Event& e, char* p) {
     p = put(p, kType);
     std::memcpy(p, type.bytes, sizeof(type.bytes));  // fixed size: one move; only len counts
     p += type.len;
-    if (with_old_addr) p = put_uint(put(p, kOldAddr), *e.old_addr);
+    if (with_old_addr) p = put_uint(put(p, kOldAddr), e.old_addr);
     if (with_size) p = put_uint(put(p, kSize), e.size);
     if (with_stack) p = put_uint(put(p, kStackHash), e.stack_hash);
     return p;
+}
+
+}  // namespace
+
+char* encode_event(const Event& e, char* p) {
+    return encode_fields({e.kind, e.pid, e.tid, e.timestamp, e.addr, e.old_addr.has_value(), e.old_addr.value_or(0),
+                          e.size, e.stack_hash},
+                         p);
+}
+
+char* encode_record(const mt_record& r, char* p) {
+    return encode_fields({EventKind(mt_record_kind(&r)), int32_t(r.pid), int32_t(r.tid), r.timestamp, r.addr,
+                          (mt_record_flags(&r) & MT_FLAG_OLD_ADDR) != 0, r.old_addr, mt_record_size(&r),
+                          r.stack_hash},
+                         p);
 }
 
 void encode_event(const Event& e, std::string& out) {

@@ -20,4 +20,8 @@ char* encode_event(const Event& e, char* out);
 // The same, appended to `out`.
 void encode_event(const Event& e, std::string& out);
 
+// encode_event(*decode_record(r), out) without building the Event: the Writer's path for the
+// artifact kinds.
+char* encode_record(const mt_record& r, char* out);
+
 }  // namespace memtrack

@@ -59,8 +59,16 @@ constexpr std::string_view artifact_name(EventKind kind) {
 }
 // Parses an artifact `type` string.
 std::optional<EventKind> kind_from_artifact_name(std::string_view name);
-// True for the kinds the MemtrackArtifact holds.
-constexpr bool is_artifact_kind(EventKind kind) { return !artifact_name(kind).empty(); }
+// True for the kinds the MemtrackArtifact holds: the range record.h keeps them in (a range check,
+// not a search: the Writer asks for every record).
+constexpr bool is_artifact_kind(EventKind kind) {
+    return uint8_t(kind) >= MT_KIND_MALLOC && uint8_t(kind) <= MT_KIND_BRK;
+}
+static_assert([] {
+    for (unsigned k = 0; k < 256; ++k)
+        if (is_artifact_kind(EventKind(k)) == artifact_name(EventKind(k)).empty()) return false;
+    return true;
+}(), "the artifact kinds are exactly the ones with a name");
 // True for the kinds that create memory a later Free/Munmap releases (Malloc, Calloc, ...).
 constexpr bool is_allocation(EventKind kind) {
     return kind == EventKind::Malloc || kind == EventKind::Calloc || kind == EventKind::Realloc ||

@@ -91,3 +91,28 @@ TEST_CASE("encoder writes what msgpack-c's packer writes") {
     }
     CHECK(checked == 8 * 2000);
 }
+
+TEST_CASE("encode_record writes what encode_event writes for the decoded record") {
+    std::mt19937_64 rng(7);
+    size_t checked = 0;
+    for (int i = 0; i < 20000; ++i) {
+        mt_record r{};
+        r.timestamp = rng() >> (rng() % 64);
+        r.addr = rng() >> (rng() % 64);
+        r.old_addr = rng() >> (rng() % 64);
+        r.stack_hash = (rng() % 4 == 0) ? 0 : rng() >> (rng() % 64);
+        r.pid = uint32_t(rng());
+        r.tid = (rng() & 1) ? uint32_t(rng() % 100000) : uint32_t(rng());
+        const auto kind = uint32_t(MT_KIND_MALLOC + rng() % (MT_KIND_BRK - MT_KIND_MALLOC + 1));
+        r.size_kind = mt_pack_size_kind(rng() >> (rng() % 64), kind, (rng() & 1) ? MT_FLAG_OLD_ADDR : 0);
+
+        const auto e = decode_record(r);
+        REQUIRE(e.has_value());
+        std::string want;
+        encode_event(*e, want);
+        char buf[kMaxEncodedEventBytes];
+        REQUIRE_MESSAGE(std::string(buf, encode_record(r, buf)) == want, "record ", i);
+        ++checked;
+    }
+    CHECK(checked == 20000);
+}
