@@ -14,9 +14,10 @@
 #   --drain     `memtrack ctl drain` latency during a flood, default consumer and slowed ones.
 #   --stacks    ring bytes per allocation event with few and many call stacks, the estimate
 #               without deduplication, the symbolizer's throughput, the cost of stack capture.
-#   --consumer  records per second through RingConsumer and Writer, with many writers.
-#   --others    an untracked `flood` beside a memtrack that tracks an idle command: alone, beside
-#               memtrack (per-process probes, the default), beside --system-wide-probes.
+#   --consumer  records per second through RingConsumer and Writer alone (bench/consumer_throughput).
+#   --others    untracked processes (a malloc loop, a syscall loop) beside a memtrack that tracks an
+#               idle command: alone, beside memtrack (per-process probes), beside
+#               --system-wide-probes; and what per-process probes cost a tracked shell's forks.
 # Options:
 #   --reps N       repetitions of every timed run; medians are reported (default 3)
 #   --scale F      multiply every workload size by F (e.g. 0.1 to try the script quickly)
@@ -90,7 +91,7 @@ PRESSURE_N=$(scaled 50000)      # flood 2 PRESSURE_N under a 64 KiB ring and a s
 DEFAULT_N=$(scaled 100000)      # flood 2 DEFAULT_N at default settings
 DRAIN_N=$(scaled 200000)        # flood 2 DRAIN_N while drains are timed
 CALLSITES_N=$(scaled 100000)    # callsites: malloc+free pairs
-CONSUMER_N=$(scaled 40000)      # flood 8 CONSUMER_N
+CONSUMER_RECORDS=$(scaled 20000000)  # records through consumer_throughput
 FORKS_N=$(scaled 200)           # a tracked shell starting /bin/true FORKS_N times
 SYSCALLS_N=$(scaled 500000)     # dd bs=1 count=SYSCALLS_N beside memtrack: 2 syscalls each
 
@@ -110,7 +111,7 @@ echo "bench: building (scripts/build.sh)" >&2
 build_t0=$EPOCHREALTIME
 "$ROOT/scripts/build.sh"
 BUILD_S=$(awk -v a="$build_t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
-for b in "$MEMTRACK" "$BIN/flood" "$BIN/churn_c" "$BIN/churn_cxx" "$BIN/callsites" "$BIN/trap_floor"; do
+for b in "$MEMTRACK" "$BIN/flood" "$BIN/churn_c" "$BIN/churn_cxx" "$BIN/callsites" "$BIN/trap_floor" "$BIN/consumer_throughput"; do
     [[ -x "$b" ]] || die "$b was not built"
 done
 
@@ -637,61 +638,44 @@ if on stacks; then
 fi
 
 # ---- consumer ----
-# cpu_run TAG MEMTRACK-OPTIONS... -- CMD...: like mt_run, and records memtrack's own CPU time (all
-# its threads, not its children: utime + stime of /proc/PID/stat, read until it is a zombie).
-cpu_run() {
-    local tag="$1" pid st last="" rc=0 t0 t1
+# bench/consumer_throughput: memtrack's RingConsumer and Writer alone, fed from a BPF program run
+# with BPF_PROG_TEST_RUN (no uprobes, no tracked process), the artifact read back and checked.
+# ct_run TAG OPTIONS...: one run, its JSON in stats/TAG__rREP.json, a warning when it failed.
+ct_run() {
+    local tag="$1" rc=0
     shift
     local stats="$WORK/stats/${tag}__r$REP.json" log="$WORK/log/${tag}__r$REP.log"
-    local tck
-    tck=$(getconf CLK_TCK)
-    t0=$(now)
-    "$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" "$@" >/dev/null 2>"$log" &
-    pid=$!
-    while st=$(cat "/proc/$pid/stat" 2>/dev/null); do
-        last=$(awk -v t="$tck" '{ sub(/.*\) /, ""); print ($12 + $13) / t, $1 }' <<<"$st")
-        [[ "$last" == *" Z" ]] && break
-        sleep 0.01
-    done
-    wait "$pid" || rc=$?
-    t1=$(now)
-    elapsed_s "$t0" "$t1" >>"$WORK/t/$tag"
-    echo "${last% *}" >>"$WORK/t/$tag.cpu"
-    rm -rf "$WORK/out" && mkdir -p "$WORK/out"
-    ((rc == 0)) || echo "$tag rep $REP: exited with $rc ($(grep -m1 -e dropped -e error "$log" || true))" >>"$WORK/warnings"
+    "$BIN/consumer_throughput" --records "$CONSUMER_RECORDS" -o "$WORK/out" --json "$stats" "$@" >"$log" 2>&1 || rc=$?
+    ((rc == 0)) || echo "$tag rep $REP: consumer_throughput exited with $rc ($(grep -m1 -e FAILED -e error "$log" || true))" >>"$WORK/warnings"
 }
 
 if on consumer; then
     begin_section "Consumer"
     for ((REP = 1; REP <= REPS; ++REP)); do
-        cpu_run consumer__8 --no-stacks -- "$BIN/flood" 8 "$CONSUMER_N"
-        cpu_run consumer__8_1 --no-stacks -- "$BIN/flood" 8 1
+        ct_run consumer__one           # one thread runs the io_context: consumer and Writer share it
+        ct_run consumer__split --split # consumer and Writer on a thread each, to time them apart
     done
-    p=consumer__8
-    echo "flood 8 $CONSUMER_N (8 writers, no delay), memtrack --no-stacks, default ring; medians of $REPS runs:"
+    echo "bench/consumer_throughput --records $CONSUMER_RECORDS: RingConsumer + Writer (memtrack's classes, default"
+    echo "ring, chunk and zstd level) fed by a BPF program run with BPF_PROG_TEST_RUN that writes malloc/free"
+    echo "records with bpf_loop, keeping the ring below 3/4 full; records/s = records / (first record written .."
+    echo "artifact finished). The artifact is read back: every record, in order, fields as written. Medians of $REPS runs:"
     echo
-    echo "| wall (s) | records | duration_s | records/s | chunks | records/chunk | chunk_ms p50 | p99 | max | read rate in chunks (M rec/s) | memtrack CPU (s) | records per memtrack CPU-s (M) | dropped |"
-    echo "|---------:|--------:|-----------:|----------:|-------:|--------------:|-------------:|----:|----:|------------------------------:|-----------------:|-------------------------------:|--------:|"
-    rate=$(for f in "$WORK/stats/$p"__r*.json; do consumer_rate "$f" 0; done >"$WORK/t/.rate"; median "$WORK/t/.rate")
-    cpu=$(median "$WORK/t/$p.cpu")
-    cpu1=$(median "$WORK/t/${p}_1.cpu")
-    rec1=$(stat_median "${p}_1" .records)
-    printf '| %8s | %7s | %10s | %9s | %6s | %13s | %12s | %3s | %3s | %29s | %16s | %30s | %7s |\n' \
-        "$(fmt "$(median "$WORK/t/$p")" '%.2f')" "$(fmt "$(stat_median "$p" .records)" '%.0f')" \
-        "$(fmt "$(stat_median "$p" .duration_s)" '%.2f')" "$(fmt "$(stat_median "$p" '.records / .duration_s')" '%.0f')" \
-        "$(fmt "$(stat_median "$p" .chunks)" '%.0f')" "$(fmt "$(stat_median "$p" '.records / .chunks')" '%.0f')" \
-        "$(fmt "$(stat_median "$p" .chunk_ms.p50)" '%.3f')" "$(fmt "$(stat_median "$p" .chunk_ms.p99)" '%.2f')" \
-        "$(fmt "$(stat_median "$p" .chunk_ms.max)" '%.2f')" "$(fmt "$(calc "$rate / 1e6")" '%.2f')" \
-        "$(fmt "$cpu" '%.2f')" "$(fmt "$(calc "($(stat_median "$p" .records) - $rec1) / ($cpu - $cpu1) / 1e6")" '%.2f')" \
-        "$(fmt "$(stat_median "$p" .dropped)" '%.0f')"
+    echo "| threads   | M records/s | wall (s) | io thread CPU (s) | M records per io CPU-s | consumer CPU (s) | Writer CPU (s) | feeder CPU (s) | artifact (MiB) | read back | dropped |"
+    echo "|-----------|------------:|---------:|------------------:|-----------------------:|-----------------:|---------------:|---------------:|---------------:|----------:|--------:|"
+    for p in consumer__one consumer__split; do
+        rb=$(stat_median "$p" .events_read_back)
+        ok=$(stat_median "$p" '(if .ok then 1 else 0 end)')
+        printf '| %-9s | %11s | %8s | %17s | %22s | %16s | %14s | %14s | %14s | %9s | %7s |\n' \
+            "$([[ $p == *split ]] && echo "2 (split)" || echo 1)" \
+            "$(fmt "$(stat_median "$p" '.records_per_s / 1e6')" '%.2f')" "$(fmt "$(stat_median "$p" .seconds)" '%.3f')" \
+            "$(fmt "$(stat_median "$p" .io_cpu_s)" '%.3f')" "$(fmt "$(stat_median "$p" '.records / .io_cpu_s / 1e6')" '%.2f')" \
+            "$(fmt "$(stat_median "$p" '.thread_cpu_s.consumer // "nan"')" '%.3f')" "$(fmt "$(stat_median "$p" '.thread_cpu_s.writer // "nan"')" '%.3f')" \
+            "$(fmt "$(stat_median "$p" .feeder_cpu_s)" '%.3f')" "$(fmt "$(stat_median "$p" '.artifact_bytes / 1048576')" '%.1f')" \
+            "$( ((ok == 1)) && echo "$(fmt "$rb" '%.0f')" || echo "**FAILED**")" "$(fmt "$(stat_median "$p" .dropped)" '%.0f')"
+    done
     echo
-    echo "records/s is records / duration_s: bounded by the producers (a malloc+free pair is 2 records and"
-    echo "costs the writer its uprobe traps; $(nproc) cpu(s) run the 8 writers and memtrack). The read rate in"
-    echo "chunks, (records / chunks) / chunk_ms p50, is what the consumer's copy loop sustains while it has"
-    echo "records; records per memtrack CPU-second (all of memtrack's threads: consumer, Writer with its"
-    echo "encoding and zstd, the rest; start-up removed: (records(N) - records(1)) / (CPU(N) - CPU(1)), with"
-    echo "flood 8 1 as size 1, where memtrack used $(fmt "$cpu1" '%.2f') s of CPU) is what the whole pipeline would"
-    echo "sustain on a core of its own (CPU time from /proc/PID/stat, 1/$(getconf CLK_TCK) s resolution)."
+    echo "M records per io CPU-s is what the pipeline sustains on a core of its own; records/s also depends on the"
+    echo "feeder thread and the rest of the machine getting the other core ($(nproc) cpu(s) here)."
     end_section
 fi
 

@@ -24,6 +24,7 @@ void BatchSink::handle(RecordBatch* raw) {
     write_batch(*batch);
     records_ += batch->records.size() + batch->stacks.size();
     written_pos_ = batch->end_pos;
+    if (pool_) pool_->give_back(std::move(batch));
 }
 
 void BatchSink::on_notify() {

@@ -17,6 +17,8 @@ public:
     virtual ~BatchSink() = default;
 
     void set_queue_space(Done on_space) { queue_space_ = std::move(on_space); }
+    // Where written batches go back to the consumer; without one they are freed.
+    void set_batch_pool(BatchPool* pool) { pool_ = pool; }
     // Batches were pushed: one wake-up per burst.
     void notify();
     // done(records handled) once every record up to ring position `pos` is in the file and the
@@ -42,6 +44,7 @@ private:
     Strand strand_;
     BatchQueue& in_;
     Done queue_space_;
+    BatchPool* pool_ = nullptr;
     std::atomic<bool> notify_pending_{false};
     uint64_t written_pos_ = 0;
     uint64_t records_ = 0;

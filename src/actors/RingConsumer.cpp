@@ -79,7 +79,7 @@ void RingConsumer::read_chunk() {
     }
     const uint64_t t0 = monotonic_ns();
     const uint64_t before = ring_.consumer_pos();
-    auto batch = std::make_unique<RecordBatch>();
+    auto batch = pool_ ? pool_->take() : std::make_unique<RecordBatch>();
     if (opt_.records == Records::Events) batch->records.reserve(opt_.chunk_records);
     uint64_t bad_len = 0;
     if (opt_.records == Records::Events) {

@@ -32,6 +32,8 @@ public:
 
     void set_batch_ready(Done notify) { batch_ready_ = std::move(notify); }
     void set_chunk_observer(ChunkObserver obs) { observer_ = std::move(obs); }
+    // Where the sink hands written batches back; without one every chunk allocates a batch.
+    void set_batch_pool(BatchPool* pool) { pool_ = pool; }
 
     void start();
     // Look at the ring now (a drain request, or a record that did not wake us).
@@ -59,6 +61,7 @@ private:
     Options opt_;
     Done batch_ready_;
     ChunkObserver observer_;
+    BatchPool* pool_ = nullptr;
     boost::asio::posix::stream_descriptor wake_;
     boost::asio::steady_timer delay_timer_;
     boost::asio::steady_timer backstop_timer_;

@@ -18,9 +18,20 @@ void Writer::add_root_process(int32_t pid, uint64_t start_ns) {
 }
 
 void Writer::write_batch(const RecordBatch& b) {
-    buf_.clear();
+    // Room for the whole batch up front, so each event is encoded straight into place. The
+    // buffer only grows: after the first batches it is never allocated or cleared again.
+    if (buf_.size() < b.records.size() * kMaxEncodedEventBytes) buf_.resize(b.records.size() * kMaxEncodedEventBytes);
+    char* const begin = buf_.data();
+    char* end = begin;
     uint64_t artifact_events = 0, allocations = 0;
     for (const mt_record& r : b.records) {
+        const auto kind = EventKind(mt_record_kind(&r));
+        if (is_artifact_kind(kind)) {
+            end = encode_record(r, end);
+            ++artifact_events;
+            allocations += is_allocation(kind);
+            continue;
+        }
         auto ev = decode_record(r);
         if (!ev) continue;
         switch (ev->kind) {
@@ -33,16 +44,12 @@ void Writer::write_batch(const RecordBatch& b) {
                 live_processes_.erase(it);
             }
             break;
-        case EventKind::Exec:
+        default:  // Exec
             break;
-        default:
-            encode_event(*ev, buf_);
-            ++artifact_events;
-            allocations += is_allocation(ev->kind);
         }
     }
-    if (!buf_.empty()) {
-        if (auto r = artifact_.write(buf_); !r) fail(r.error());
+    if (end != begin) {
+        if (auto r = artifact_.write({begin, size_t(end - begin)}); !r) fail(r.error());
     }
     stats_.on_written(b.records.size(), artifact_events, allocations);
 }

@@ -3,8 +3,8 @@
 // the table of live tracked processes (for their lifetimes).
 // Accepts: notify(), flush_through(pos, done), finish(done) (from BatchSink), add_root_process().
 #include <cstdint>
-#include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "actors/BatchSink.hpp"
 #include "format/ZstdFileWriter.hpp"
@@ -28,7 +28,7 @@ private:
 
     ZstdFileWriter artifact_;
     Stats& stats_;
-    std::string buf_;
+    std::vector<char> buf_;  // one batch's encoded events
     std::unordered_map<int32_t, uint64_t> live_processes_;  // pid -> start ns
 };
 

@@ -74,6 +74,7 @@ struct Lane {
         : ring(std::move(view)), consumer(io, ring, queue, stats, opt) {}
     RingView ring;
     BatchQueue queue;
+    BatchPool pool;  // written batches the sink hands back for the consumer to reuse
     RingConsumer consumer;
 };
 
@@ -152,6 +153,8 @@ private:
     void connect(Lane& lane, BatchSink& sink, size_t ring_index) {
         lane.consumer.set_batch_ready([&sink] { sink.notify(); });
         sink.set_queue_space([&lane] { lane.consumer.on_queue_space(); });
+        lane.consumer.set_batch_pool(&lane.pool);
+        sink.set_batch_pool(&lane.pool);
         lane.consumer.set_chunk_observer(
             [this, ring_index](uint64_t, double fill) { pressure_.on_chunk(ring_index, fill); });
     }

@@ -15,8 +15,15 @@ namespace memtrack {
 
 class ZstdFileWriter {
 public:
+    // memtrack's artifact and stacks file level: a negative ("fast") level, because compression
+    // is most of the Writer's time. Measured on a real churn_c artifact (34.8 MB of MessagePack)
+    // with zstd -b: level 3 7.27x at 230 MB/s, level 1 7.95x at 359 MB/s, -1 7.69x at 554 MB/s,
+    // -2 7.41x at 866 MB/s; events compress better at the fast levels than at 3. Still a
+    // standard zstd stream: any reader decodes it.
+    static constexpr int kDefaultLevel = -2;
+
     // Creates or truncates `path` (mode 0644).
-    static Result<ZstdFileWriter> create(const std::string& path, int level = 3);
+    static Result<ZstdFileWriter> create(const std::string& path, int level = kDefaultLevel);
 
     ZstdFileWriter(ZstdFileWriter&&) noexcept = default;
     ZstdFileWriter& operator=(ZstdFileWriter&&) noexcept = default;
