@@ -143,7 +143,6 @@ struct Proc {
     char state = '?';
     int ppid = 0;
     int pgrp = 0;
-    uint64_t minflt = 0;  // page faults: 0 until it has run code of its own since fork
     std::string comm;
     std::string describe() const {
         return std::to_string(pid) + " (" + comm + ") state " + state + " ppid " + std::to_string(ppid) + " pgrp " +
@@ -163,9 +162,7 @@ std::optional<Proc> read_proc(int pid) {
     p.pid = pid;
     p.comm = line.substr(open + 1, close - open - 1);
     std::istringstream rest(line.substr(close + 1));
-    long session = 0, tty = 0, tpgid = 0;
-    unsigned long flags = 0;
-    rest >> p.state >> p.ppid >> p.pgrp >> session >> tty >> tpgid >> flags >> p.minflt;
+    rest >> p.state >> p.ppid >> p.pgrp;
     if (!rest) return std::nullopt;
     return p;
 }
@@ -209,12 +206,22 @@ bool poll_until(std::chrono::milliseconds timeout, const std::function<bool()>& 
     }
 }
 
-// Polls every 5 ms until a writer is stopped after running code of its own: a pause for ring
-// pressure, not the pause each new process has (before it runs) until its probes are attached.
-bool pressure_paused(const std::set<int>& writers, std::chrono::milliseconds timeout) {
-    return poll_until(timeout, [&] {
+// Polls until memtrack (asked through its socket) has paused a process for ring pressure and a
+// writer is stopped: from then on the writers spend most of their time paused for pressure, and
+// the pauses every new process has at its start (probes, first stack) are over.
+bool pressure_paused(const std::string& sock, const std::set<int>& writers, std::chrono::milliseconds timeout) {
+    const bool stopped_once = poll_until(timeout, [&] {
+        std::this_thread::sleep_for(20ms);
+        const RunResult r = run({memtrack_bin(), "ctl", "--socket", sock, "stats"}, 10s);
+        json::error_code ec;
+        const json::value v = json::parse(r.out, ec);
+        if (r.status != 0 || ec || !v.is_object()) return false;
+        const json::value* stats = v.get_object().if_contains("stats");
+        return stats && stats->is_object() && u64_at(stats->get_object(), "pressure_stops") > 0;
+    });
+    return stopped_once && poll_until(timeout, [&] {
         for (int w : writers)
-            if (auto p = read_proc(w); p && p->state == 'T' && p->minflt > 0) return true;
+            if (auto p = read_proc(w); p && p->state == 'T') return true;
         return false;
     });
 }
@@ -595,7 +602,7 @@ TEST_CASE("pressure: memtrack ended by SIGTERM while writers are paused resumes 
     const unsigned k = 4;
     const long n = 100000;
     TempDir dir;
-    Background mt(dir, {"--ring-size", "64K", "--consumer-delay-us", "20000"},
+    Background mt(dir, {"--ring-size", "64K", "--consumer-delay-us", "20000", "--socket", dir / "ctl.sock"},
                   {flood_bin(), std::to_string(k), std::to_string(n)});
     INFO("`", mt.cmdline(), "`");
 
@@ -603,7 +610,8 @@ TEST_CASE("pressure: memtrack ended by SIGTERM while writers are paused resumes 
     REQUIRE_MESSAGE(flood.has_value(), "the flood never started; memtrack's group:", mt.group_text());
     const std::set<int> writers = flood_writers(*flood, k, 20s);
     REQUIRE_MESSAGE(writers.size() == k, "writers ", show(writers), "; memtrack's group:", mt.group_text());
-    REQUIRE_MESSAGE(pressure_paused(writers, 20s), "no writer was ever seen paused; memtrack's group:", mt.group_text());
+    REQUIRE_MESSAGE(pressure_paused(dir / "ctl.sock", writers, 20s), "no writer was ever seen paused; memtrack's group:",
+                    mt.group_text());
 
     REQUIRE(::kill(mt.pid(), SIGTERM) == 0);
     const auto ended = mt.wait(30s);
@@ -640,7 +648,7 @@ TEST_CASE("pressure: memtrack killed by SIGKILL while writers are paused: memtra
     const unsigned k = 4;
     const long n = 100000;
     TempDir dir;
-    Background mt(dir, {"--ring-size", "64K", "--consumer-delay-us", "20000"},
+    Background mt(dir, {"--ring-size", "64K", "--consumer-delay-us", "20000", "--socket", dir / "ctl.sock"},
                   {flood_bin(), std::to_string(k), std::to_string(n)});
     INFO("`", mt.cmdline(), "`");
 
@@ -650,7 +658,8 @@ TEST_CASE("pressure: memtrack killed by SIGKILL while writers are paused: memtra
     REQUIRE_MESSAGE(guard.has_value(), "no memtrack-guard child; memtrack's group:", mt.group_text());
     const std::set<int> writers = flood_writers(*flood, k, 20s);
     REQUIRE_MESSAGE(writers.size() == k, "writers ", show(writers), "; memtrack's group:", mt.group_text());
-    REQUIRE_MESSAGE(pressure_paused(writers, 20s), "no writer was ever seen paused; memtrack's group:", mt.group_text());
+    REQUIRE_MESSAGE(pressure_paused(dir / "ctl.sock", writers, 20s), "no writer was ever seen paused; memtrack's group:",
+                    mt.group_text());
 
     REQUIRE(::kill(mt.pid(), SIGKILL) == 0);
     const auto ended = mt.wait(10s);
