@@ -100,6 +100,13 @@ void ProcessLinks::stop() {
     });
 }
 
+void ProcessLinks::detach_all() {
+    asio::post(strand_, [this] {
+        for (auto& [pid, p] : processes_) closer_.close(std::move(p.links));
+        processes_.clear();
+    });
+}
+
 void ProcessLinks::close_all() {
     for (auto& [pid, p] : processes_) closer_.close(std::move(p.links));
     processes_.clear();

@@ -38,7 +38,10 @@ public:
     void start();
     // Stops watching for spawns; links stay until close_all().
     void stop();
+    // Hands every process's links to the closer, from the strand; returns at once.
+    void detach_all();
     // Detaches every process's probes, closing links in parallel, and waits for the closes.
+    // Only once the io_context has stopped.
     void close_all();
 
 private:

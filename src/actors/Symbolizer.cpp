@@ -9,17 +9,26 @@
 namespace memtrack {
 
 Symbolizer::Symbolizer(boost::asio::io_context& io, BatchQueue& in, ZstdFileWriter stacks_file, Stats& stats,
-                       int snapshot_map_fd, StopMaps stop_maps)
+                       int snapshot_map_fd, StopMaps stop_maps, std::unique_ptr<Resolver> resolver)
     : BatchSink(io, in), file_(std::move(stacks_file)), stats_(stats), snapshot_map_fd_(snapshot_map_fd),
-      stop_maps_(std::move(stop_maps)) {}
+      stop_maps_(std::move(stop_maps)), resolver_(resolver ? std::move(resolver) : std::make_unique<Resolver>()) {}
+
+Result<void> Symbolizer::finish_file() {
+    // Every stack is written: a module still preloading is needed by none. Ends now, while the
+    // probes detach, rather than when the Resolver is destroyed on memtrack's way out.
+    resolver_->stop_preloading();
+    return file_.finish();
+}
 
 void Symbolizer::snapshot(int32_t pid) {
+    const uint64_t t0 = monotonic_ns();
     auto maps = ProcessMaps::read(pid);
     if (maps) maps_[pid] = std::move(maps).value();
     else log::info("mappings of {}: {}", pid, maps.error().message());
     // BPF paused the process at its first stack so that this read could not miss it.
     if (auto r = release_stop(snapshot_map_fd_, stop_maps_, uint32_t(pid)); !r)
         log::error("resume after snapshot: {}", r.error().message());
+    log::info("symbols: mappings of {} read in {:.2f} ms", pid, double(monotonic_ns() - t0) / 1e6);
 }
 
 void Symbolizer::write_batch(const RecordBatch& b) {
@@ -28,6 +37,7 @@ void Symbolizer::write_batch(const RecordBatch& b) {
         if ((s.flags & MT_STACK_NEW_MAPS) || !maps_.count(s.pid)) snapshot(s.pid);
 
     buf_.clear();
+    const uint64_t batch_t0 = monotonic_ns();
     std::vector<Frame> frames;
     for (const StackSample& s : b.stacks) {
         const uint64_t t0 = monotonic_ns();
@@ -38,7 +48,7 @@ void Symbolizer::write_batch(const RecordBatch& b) {
         frames.clear();
         const ProcessMaps& maps = maps_[s.pid];
         for (uint64_t ip : s.ips) {
-            auto resolved = resolver_.resolve(maps, ip);
+            auto resolved = resolver_->resolve(maps, ip);
             frames.insert(frames.end(), std::make_move_iterator(resolved.begin()),
                           std::make_move_iterator(resolved.end()));
         }
@@ -48,7 +58,8 @@ void Symbolizer::write_batch(const RecordBatch& b) {
     if (!buf_.empty()) {
         if (auto r = file_.write(buf_); !r) fail(r.error());
     }
-    stats_.set_symbolizer_cache(resolver_.cache_hits(), resolver_.cache_misses(), resolver_.modules_loaded());
+    log::info("symbols: {} stacks symbolized in {:.1f} ms", b.stacks.size(), double(monotonic_ns() - batch_t0) / 1e6);
+    stats_.set_symbolizer_cache(resolver_->cache_hits(), resolver_->cache_misses(), resolver_->modules_loaded());
 }
 
 }  // namespace memtrack

@@ -4,6 +4,7 @@
 // resumption of processes paused until their mappings were read (snapshot_stopped).
 // Accepts: notify(), flush_through(pos, done), finish(done) (from BatchSink).
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -20,21 +21,22 @@ class Stats;
 
 class Symbolizer : public BatchSink {
 public:
+    // `resolver` may already be preloading modules (Resolver::preload).
     Symbolizer(boost::asio::io_context& io, BatchQueue& in, ZstdFileWriter stacks_file, Stats& stats,
-               int snapshot_map_fd, StopMaps stop_maps);
+               int snapshot_map_fd, StopMaps stop_maps, std::unique_ptr<Resolver> resolver = nullptr);
 
 private:
     // Touched only on the strand.
     void write_batch(const RecordBatch& b) override;
     Result<void> flush_file() override { return file_.flush(); }
-    Result<void> finish_file() override { return file_.finish(); }
+    Result<void> finish_file() override;
     void snapshot(int32_t pid);
 
     ZstdFileWriter file_;
     Stats& stats_;
     int snapshot_map_fd_;
     StopMaps stop_maps_;
-    Resolver resolver_;
+    std::unique_ptr<Resolver> resolver_;
     std::unordered_map<int32_t, ProcessMaps> maps_;
     std::unordered_set<uint64_t> written_;  // a stack sent twice (LRU eviction) is written once
     std::string buf_;

@@ -30,11 +30,13 @@
 #include "core/Log.hpp"
 #include "core/Result.hpp"
 #include "format/ZstdFileWriter.hpp"
+#include "probes/AllocatorProbes.hpp"
 #include "probes/BpfSession.hpp"
 #include "process/ChildLauncher.hpp"
 #include "process/StopGuard.hpp"
 #include "process/StopRelease.hpp"
 #include "ring/RingView.hpp"
+#include "symbols/Resolver.hpp"
 
 namespace memtrack {
 
@@ -68,6 +70,17 @@ std::string prepare_output_dir(const std::string& dir) {
     return dir;
 }
 
+// The files nearly every stack passes through: the command's executable (cheap, and first: its
+// first stack should not wait behind libc), the C library (main is called from it; its separate
+// debug info is the slow one), the C++ runtime (whose lack of debug info is itself slow to find).
+std::vector<std::string> likely_modules(const TrackOptions& o, const std::string& command) {
+    std::vector<std::string> paths;
+    for (std::string p : {find_executable(command), o.libc_path.empty() ? loaded_library_path("libc.so") : o.libc_path,
+                          o.libstdcxx_path.empty() ? loaded_library_path("libstdc++.so") : o.libstdcxx_path})
+        if (!p.empty()) paths.push_back(std::move(p));
+    return paths;
+}
+
 // One ring read by its own consumer into its own queue.
 struct Lane {
     Lane(asio::io_context& io, RingView view, Stats& stats, RingConsumer::Options opt)
@@ -82,7 +95,8 @@ struct Lane {
 class TrackRun {
 public:
     TrackRun(asio::io_context& io, const TrackOptions& opt, BpfSession& bpf, ZstdFileWriter artifact,
-             std::optional<ZstdFileWriter> stacks_file, HeldChild& child, Control* control)
+             std::optional<ZstdFileWriter> stacks_file, std::unique_ptr<Resolver> resolver, HeldChild& child,
+             Control* control)
         : io_(io), opt_(opt), bpf_(bpf), child_(child), control_(control),
           events_(io, value_or_throw(RingView::map(bpf.events_ring_fd())), stats_, consumer_options(RingConsumer::Records::Events)),
           writer_(io_, events_.queue, std::move(artifact), stats_),
@@ -95,7 +109,7 @@ public:
             stacks_.emplace(io, value_or_throw(RingView::map(bpf.stacks_ring_fd())), stats_,
                             consumer_options(RingConsumer::Records::Stacks));
             symbolizer_.emplace(io_, stacks_->queue, std::move(*stacks_file), stats_, bpf.snapshot_map_fd(),
-                                bpf.stop_maps());
+                                bpf.stop_maps(), std::move(resolver));
             connect(*stacks_, *symbolizer_, 1);
             pressure_.watch(&stacks_->ring);
             lanes.push_back({&stacks_->ring, &stacks_->consumer, &*symbolizer_});
@@ -124,6 +138,7 @@ public:
 
         std::vector<std::thread> pool;
         for (unsigned i = 1; i < opt_.threads; ++i) pool.emplace_back([this] { io_.run(); });
+        released_ns_ = monotonic_ns();
         auto released = child_.release();
         if (!released) {
             exec_error_ = released.error().err;
@@ -131,7 +146,13 @@ public:
         }
         io_.run();
         for (auto& t : pool) t.join();
-        return finish();
+        const int status = finish();
+        if (detacher_.joinable()) detacher_.join();
+        return status;
+    }
+
+    ~TrackRun() {
+        if (detacher_.joinable()) detacher_.join();
     }
 
     // Detaches the per-process probes (links closed in parallel); after run().
@@ -144,6 +165,16 @@ public:
 
 private:
     enum class Reason { CommandExited, Signal, ClientShutdown, ExecFailed };
+
+    static const char* reason_name(Reason r) {
+        switch (r) {
+        case Reason::CommandExited: return "command exited";
+        case Reason::Signal: return "signal";
+        case Reason::ClientShutdown: return "client request";
+        case Reason::ExecFailed: return "exec failed";
+        }
+        return "?";
+    }
 
     RingConsumer::Options consumer_options(RingConsumer::Records records) const {
         return {records, opt_.chunk_records, std::chrono::microseconds(opt_.consumer_delay_us),
@@ -217,6 +248,8 @@ private:
         reason_ = why;
         signal_ = sig;
         bpf_.set_recording(false);
+        const uint64_t t0 = monotonic_ns();
+        log::info("shutdown: {} at {:.1f} ms after release", reason_name(why), double(t0 - released_ns_) / 1e6);
         // Each lane reads to its producer position of now, then its sink closes its file.
         auto lanes_left = std::make_shared<std::atomic<int>>(stacks_ ? 2 : 1);
         auto all_done = [this, lanes_left, reply = std::move(reply)]() mutable {
@@ -226,16 +259,36 @@ private:
                 stop_all();
             });
         };
-        auto finish_lane = [this, all_done](Lane& lane, BatchSink& sink) mutable {
-            lane.consumer.drain([this, &sink, all_done]() mutable {
-                sink.finish([this, all_done](Result<uint64_t> written) mutable {
+        // When the command has exited, once every ring is read to its position of now the probes
+        // have nothing left to give: detach them while the sinks finish. Closing the links is
+        // mostly waiting for RCU grace periods (50-90 ms), which then overlaps the symbolizer's
+        // last stacks instead of following them. Not on a signal or a client's request: the
+        // command still runs, and freed of its traps it could finish before finish() passes
+        // the signal on.
+        const bool detach_early = why == Reason::CommandExited;
+        auto drains_left = std::make_shared<std::atomic<int>>(stacks_ ? 2 : 1);
+        auto finish_lane = [this, all_done, t0, drains_left, detach_early](Lane& lane, BatchSink& sink,
+                                                                         const char* name) mutable {
+            lane.consumer.drain([this, &sink, all_done, t0, name, drains_left, detach_early]() mutable {
+                if (drains_left->fetch_sub(1) == 1 && detach_early) start_detach();
+                sink.finish([this, all_done, t0, name](Result<uint64_t> written) mutable {
+                    log::info("shutdown: {} file closed after {:.1f} ms", name, double(monotonic_ns() - t0) / 1e6);
                     if (!written) record_write_error(written.error());
                     all_done();
                 });
             });
         };
-        finish_lane(events_, writer_);
-        if (stacks_) finish_lane(*stacks_, *symbolizer_);
+        finish_lane(events_, writer_, "artifact");
+        if (stacks_) finish_lane(*stacks_, *symbolizer_, "stacks");
+    }
+
+    void start_detach() {
+        if (links_) links_->detach_all();
+        detacher_ = std::thread([this] {
+            const uint64_t t0 = monotonic_ns();
+            bpf_.detach();
+            log::info("shutdown: probes detached in {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
+        });
     }
 
     void record_write_error(const Error& e) {
@@ -325,13 +378,16 @@ private:
     Reason reason_ = Reason::CommandExited;
     int signal_ = 0;
     int exec_error_ = 0;
+    uint64_t released_ns_ = 0;  // when the command was let go to exec, for -v timings
     std::mutex error_mu_;
     std::optional<Error> write_error_;
+    std::thread detacher_;  // closes the probes' links during shutdown (BpfSession::detach)
 };
 
 }  // namespace
 
 int run_track(const TrackOptions& opt_in) {
+    const uint64_t started_ns = monotonic_ns();
     TrackOptions opt = opt_in;
     if (opt.stats_file.empty())
         if (const char* env = std::getenv("MEMTRACK_STATS")) opt.stats_file = env;
@@ -351,6 +407,13 @@ int run_track(const TrackOptions& opt_in) {
     if (!opt.socket.empty()) control = value_or_throw(Control::bind(io, opt.socket));
 
     auto child = value_or_throw(HeldChild::spawn(argv));
+    // Symbols for the files stacks will almost surely name, loaded beside the BPF load below.
+    // After the fork: the child must not inherit a lock the loading thread holds.
+    std::unique_ptr<Resolver> resolver;
+    if (!opt.no_stacks) {
+        resolver = std::make_unique<Resolver>();
+        resolver->preload(likely_modules(opt, argv[0]));
+    }
     std::unique_ptr<BpfSession> bpf;
     std::optional<StopGuard> guard;  // declared after bpf: destroyed first, after the final pass
     const uint64_t t0 = monotonic_ns();
@@ -397,7 +460,8 @@ int run_track(const TrackOptions& opt_in) {
 
     std::optional<TrackRun> run;
     try {
-        run.emplace(io, opt, *bpf, std::move(artifact).value(), std::move(stacks_file), child, control.get());
+        run.emplace(io, opt, *bpf, std::move(artifact).value(), std::move(stacks_file), std::move(resolver), child,
+                    control.get());
     } catch (...) {
         child.abandon();
         throw;
@@ -405,9 +469,11 @@ int run_track(const TrackOptions& opt_in) {
     log::info("start-up took {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
     const int status = run->run();
     const uint64_t t1 = monotonic_ns();
+    // Both done during shutdown already (detach_early); here for a run that never got that far.
     run->close_process_probes();
     bpf->detach();
-    log::info("teardown took {:.1f} ms", double(monotonic_ns() - t1) / 1e6);
+    log::info("teardown took {:.1f} ms ({:.1f} ms since memtrack started)", double(monotonic_ns() - t1) / 1e6,
+              double(monotonic_ns() - started_ns) / 1e6);
     if (run->exec_failed()) {
         ::unlink(artifact_path.c_str());  // no empty artifact for a command that never ran
         ::unlink(fmt::format("{}/{}.MemtrackStacks.msgpack", dir, child.pid()).c_str());

@@ -6,11 +6,15 @@
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <sched.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -19,8 +23,12 @@
 #include <unordered_map>
 #include <utility>
 
+#include <mutex>
+#include <thread>
+
 #include <fmt/format.h>
 
+#include "core/Clock.hpp"
 #include "core/Fd.hpp"
 #include "core/Log.hpp"
 
@@ -200,7 +208,31 @@ std::vector<Frame> Module::lookup(Dwarf_Addr addr) const {
 
 }  // namespace
 
+// The key of a file as a process's maps show it: path, device and inode.
+std::string file_key(const Mapping& m) { return fmt::format("{}\n{}:{}", m.path, m.dev, m.inode); }
+
+// Modules loaded ahead of need on a thread of their own (Resolver::preload). The resolver's
+// strand adopts what is done, and waits only for a file it needs that is still loading.
+struct Preloads {
+    struct Done {
+        std::string file_key;
+        std::string identity;
+        std::unique_ptr<Module> module;  // nullptr: unusable
+    };
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<std::string> pending;  // file keys not started yet, in order
+    std::string loading;               // the file key being loaded; empty between files
+    std::vector<Done> done;            // loaded, not adopted yet
+    std::atomic<pid_t> tid{0};         // the loading thread, for its scheduling policy
+    std::atomic<bool> waited_for{false};
+    bool cancel = false;  // under mu
+    std::thread thread;
+};
+
 struct Resolver::Impl {
+    ~Impl() { stop_preloading(); }
+
     // Declared first so it outlives the Dwfl that reads it.
     std::string vdso_image;
     // Key: build-id, or path/device/inode/mtime for a file without one.
@@ -213,7 +245,13 @@ struct Resolver::Impl {
     uint64_t loaded = 0;
     size_t cached = 0;
 
+    std::unique_ptr<Preloads> preloads;
+
     Module* module_for(int pid, const Mapping& m);
+    Module* add(std::string key, std::string identity, std::unique_ptr<Module> fresh);
+    void adopt_preloaded(const std::string& key);
+    void stop_preloading();
+    void preload_all(std::vector<Mapping> files);
     std::unique_ptr<Module> load_file(int pid, const Mapping& m, std::string& identity);
     std::unique_ptr<Module> load_vdso(std::string& identity);
     bool finish_module(Module& module, const std::string& name);
@@ -318,11 +356,20 @@ std::unique_ptr<Module> Resolver::Impl::load_vdso(std::string& identity) {
 }
 
 Module* Resolver::Impl::module_for(int pid, const Mapping& m) {
-    std::string file_key = fmt::format("{}\n{}:{}", m.path, m.dev, m.inode);
-    if (auto it = by_file.find(file_key); it != by_file.end()) return it->second;
-
+    std::string key = file_key(m);
+    if (auto it = by_file.find(key); it != by_file.end()) return it->second;
+    if (preloads) {
+        adopt_preloaded(key);
+        if (auto it = by_file.find(key); it != by_file.end()) return it->second;
+    }
     std::string identity;
+    const uint64_t t0 = monotonic_ns();
     std::unique_ptr<Module> fresh = m.path == "[vdso]" ? load_vdso(identity) : load_file(pid, m, identity);
+    log::info("symbols: opened {} in {:.1f} ms", m.path, double(monotonic_ns() - t0) / 1e6);
+    return add(std::move(key), std::move(identity), std::move(fresh));
+}
+
+Module* Resolver::Impl::add(std::string key, std::string identity, std::unique_ptr<Module> fresh) {
     Module* module = nullptr;
     if (fresh) {
         // The same file under another path, or a copy of it: keep the first, which may
@@ -334,8 +381,85 @@ Module* Resolver::Impl::module_for(int pid, const Mapping& m) {
         }
         module = it->second.get();
     }
-    by_file.emplace(std::move(file_key), module);
+    by_file.emplace(std::move(key), module);
     return module;
+}
+
+// The loading thread leaves the idle class and competes like any thread: someone waits for it.
+void leave_idle_class(Preloads& p) {
+    p.waited_for = true;
+    const sched_param normal{};
+    if (const pid_t tid = p.tid; tid != 0) ::sched_setscheduler(tid, SCHED_OTHER, &normal);
+}
+
+void Resolver::Impl::stop_preloading() {
+    if (!preloads || !preloads->thread.joinable()) return;
+    {
+        std::lock_guard lock(preloads->mu);
+        preloads->cancel = true;
+    }
+    leave_idle_class(*preloads);
+    preloads->thread.join();
+}
+
+void Resolver::Impl::adopt_preloaded(const std::string& key) {
+    Preloads& p = *preloads;
+    std::unique_lock lock(p.mu);
+    // Not started: the caller loads it now, the thread skips it. Being loaded: wait for it.
+    std::erase(p.pending, key);
+    if (p.loading == key) {
+        leave_idle_class(p);
+        const uint64_t t0 = monotonic_ns();
+        p.cv.wait(lock, [&] { return p.loading != key; });
+        log::info("symbols: waited {:.1f} ms for a preload", double(monotonic_ns() - t0) / 1e6);
+    }
+    for (Preloads::Done& d : p.done) add(std::move(d.file_key), std::move(d.identity), std::move(d.module));
+    p.done.clear();
+}
+
+// On the preload thread: touches nothing of Impl but `preloads` (under its mutex) and the
+// modules it creates, each in a Dwfl of its own.
+void Resolver::Impl::preload_all(std::vector<Mapping> files) {
+    Preloads& p = *preloads;
+    // Idle class: the warm-up uses only a CPU nobody else wants (start-up keeps one busy in the
+    // kernel verifying BPF programs), until someone waits for it (leave_idle_class). A wait that
+    // came before the tid was published is seen here.
+    const sched_param idle{};
+    ::sched_setscheduler(0, SCHED_IDLE, &idle);
+    p.tid = ::gettid();
+    if (p.waited_for) leave_idle_class(p);
+    for (const Mapping& m : files) {
+        const std::string key = file_key(m);
+        {
+            std::lock_guard lock(p.mu);
+            if (p.cancel) break;
+            if (std::find(p.pending.begin(), p.pending.end(), key) == p.pending.end()) continue;  // taken over
+            std::erase(p.pending, key);
+            p.loading = key;
+        }
+        const uint64_t t0 = monotonic_ns();
+        std::string identity;
+        std::unique_ptr<Module> module = load_file(0, m, identity);
+        if (module) {
+            // What the first lookup would do: read the symbol table (for a file without one, a
+            // search for separate debug info that loads libdebuginfod the first time), open the
+            // DWARF (libdw inflates every compressed debug section here), read its ranges.
+            (void)dwfl_module_getsymtab(module->mod);
+            Dwarf_Addr bias = 0;
+            if (Dwarf* dwarf = dwfl_module_getdwarf(module->mod, &bias)) {
+                Dwarf_Aranges* aranges = nullptr;
+                size_t n = 0;
+                (void)dwarf_getaranges(dwarf, &aranges, &n);
+            }
+        }
+        log::info("symbols: preloaded {}{} in {:.1f} ms", m.path, module ? "" : " (unusable)",
+                  double(monotonic_ns() - t0) / 1e6);
+        std::lock_guard lock(p.mu);
+        p.loading.clear();
+        p.done.push_back({key, std::move(identity), std::move(module)});
+        p.cv.notify_all();
+    }
+    // Cancelled: nobody waits any more (only the destructor cancels).
 }
 
 Resolver::Resolver() : impl_(std::make_unique<Impl>()) {}
@@ -365,7 +489,10 @@ std::vector<Frame> Resolver::resolve(const ProcessMaps& maps, uint64_t ip) {
         frames = it->second;
     } else {
         ++impl_->misses;
+        const uint64_t t0 = monotonic_ns();
         frames = module->lookup(addr);
+        if (const uint64_t ns = monotonic_ns() - t0; ns > 2000000)
+            log::info("symbols: {:#x} in {} took {:.1f} ms", addr, m->path, double(ns) / 1e6);
         if (impl_->cached >= kMaxCachedAddresses) {
             for (auto& [key, other] : impl_->modules) other->cache.clear();
             impl_->cached = 0;
@@ -381,6 +508,32 @@ std::vector<Frame> Resolver::resolve(const ProcessMaps& maps, uint64_t ip) {
     }
     return frames;
 }
+
+void Resolver::preload(const std::vector<std::string>& paths) {
+    if (impl_->preloads) return;  // once
+    std::vector<Mapping> files;
+    for (const std::string& path : paths) {
+        // /proc/PID/maps shows a file's real path (/usr/lib/..., not the /lib symlink), and its
+        // device and inode: the key resolve() will look the file up by.
+        std::unique_ptr<char, decltype(&std::free)> real(::realpath(path.c_str(), nullptr), &std::free);
+        struct stat st {};
+        if (!real || ::stat(real.get(), &st) != 0) continue;
+        Mapping m;
+        m.path = real.get();
+        m.dev = st.st_dev;
+        m.inode = st.st_ino;
+        if (std::none_of(files.begin(), files.end(), [&](const Mapping& f) { return f.path == m.path; }))
+            files.push_back(std::move(m));
+    }
+    auto p = std::make_unique<Preloads>();
+    for (const Mapping& m : files) p->pending.push_back(file_key(m));
+    impl_->preloads = std::move(p);
+    impl_->preloads->thread = std::thread([impl = impl_.get(), files = std::move(files)]() mutable {
+        impl->preload_all(std::move(files));
+    });
+}
+
+void Resolver::stop_preloading() { impl_->stop_preloading(); }
 
 uint64_t Resolver::cache_hits() const { return impl_->hits; }
 uint64_t Resolver::cache_misses() const { return impl_->misses; }

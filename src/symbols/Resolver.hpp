@@ -4,6 +4,7 @@
 // .gnu_debuglink under /usr/lib/debug.
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "format/StacksFile.hpp"  // Frame
@@ -27,6 +28,19 @@ public:
     // one Frame with only `ip`; one in a module without symbols (stripped, unreadable, deleted)
     // keeps `ip`, `module` and `build_id` when known, with `function` empty.
     std::vector<Frame> resolve(const ProcessMaps& maps, uint64_t ip);
+
+    // Starts loading the ELF files at `paths` as modules, with their symbol tables and DWARF
+    // (separate debug info found and decompressed), on a thread of its own in the idle
+    // scheduling class. Meant for the files stacks will almost surely name (the C library, the
+    // command), before any stack exists: loading a module costs tens of milliseconds (libc's
+    // compressed debug info, libdwfl's first search for debug info a file lacks), which for a
+    // short command would otherwise fall on its exit path. resolve() adopts what is loaded, and
+    // waits only when it needs a file still loading. Once per Resolver; unusable paths are
+    // skipped.
+    void preload(const std::vector<std::string>& paths);
+    // No more stacks will come: skips the files not started, finishes the one loading (at normal
+    // priority) and joins the thread. Idempotent; the destructor calls it.
+    void stop_preloading();
 
     // Lookups answered from, and added to, the per-module address cache.
     uint64_t cache_hits() const;
