@@ -2,53 +2,33 @@
 
 #include <algorithm>
 #include <iterator>
+#include <thread>
 
 namespace memtrack {
 
-LinkCloser::LinkCloser() : coordinator_([this] { run(); }) {}
-
-LinkCloser::~LinkCloser() {
-    {
-        std::lock_guard lock(mu_);
-        stopping_ = true;
-    }
-    cv_.notify_all();
-    coordinator_.join();
-}
-
 void LinkCloser::close(std::vector<UprobeMultiLink> links) {
-    if (links.empty()) return;
-    {
-        std::lock_guard lock(mu_);
-        std::move(links.begin(), links.end(), std::back_inserter(queued_));
-    }
-    cv_.notify_all();
+    std::lock_guard lock(mu_);
+    std::move(links.begin(), links.end(), std::back_inserter(queued_));
+    // Threads already running take links too: more than needed only exit at once.
+    const size_t start = std::min(queued_.size(), kMaxThreads - std::min(running_, kMaxThreads));
+    for (size_t i = 0; i < start; ++i, ++running_) std::thread([this] { work(); }).detach();
 }
 
 void LinkCloser::wait_idle() {
     std::unique_lock lock(mu_);
-    cv_.wait(lock, [this] { return queued_.empty() && closing_ == 0; });
+    idle_.wait(lock, [this] { return queued_.empty() && running_ == 0; });
 }
 
-void LinkCloser::run() {
+void LinkCloser::work() {
     std::unique_lock lock(mu_);
-    for (;;) {
-        cv_.wait(lock, [this] { return stopping_ || !queued_.empty(); });
-        if (queued_.empty()) return;  // stopping, nothing left
-        const size_t n = std::min(queued_.size(), kMaxWave);
-        std::vector<UprobeMultiLink> wave(std::make_move_iterator(queued_.end() - long(n)),
-                                          std::make_move_iterator(queued_.end()));
-        queued_.erase(queued_.end() - long(n), queued_.end());
-        closing_ = n;
+    while (!queued_.empty()) {
+        UprobeMultiLink link = std::move(queued_.back());
+        queued_.pop_back();
         lock.unlock();
-        std::vector<std::thread> threads;
-        threads.reserve(n);
-        for (auto& link : wave) threads.emplace_back([l = std::move(link)]() mutable { (void)l; });
-        for (auto& t : threads) t.join();
+        { UprobeMultiLink closing = std::move(link); }  // the close blocks here, unlocked
         lock.lock();
-        closing_ = 0;
-        cv_.notify_all();
     }
+    if (--running_ == 0) idle_.notify_all();
 }
 
 }  // namespace memtrack
