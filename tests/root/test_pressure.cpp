@@ -206,18 +206,25 @@ bool poll_until(std::chrono::milliseconds timeout, const std::function<bool()>& 
     }
 }
 
+// `memtrack ctl stats` on a running memtrack's socket: its stats object, or nothing.
+std::optional<json::object> live_stats(const std::string& sock) {
+    const RunResult r = run({memtrack_bin(), "ctl", "--socket", sock, "stats"}, 10s);
+    json::error_code ec;
+    const json::value v = json::parse(r.out, ec);
+    if (r.status != 0 || ec || !v.is_object()) return std::nullopt;
+    const json::value* stats = v.get_object().if_contains("stats");
+    if (!stats || !stats->is_object()) return std::nullopt;
+    return stats->get_object();
+}
+
 // Polls until memtrack (asked through its socket) has paused a process for ring pressure and a
 // writer is stopped: from then on the writers spend most of their time paused for pressure, and
 // the pauses every new process has at its start (probes, first stack) are over.
 bool pressure_paused(const std::string& sock, const std::set<int>& writers, std::chrono::milliseconds timeout) {
     const bool stopped_once = poll_until(timeout, [&] {
         std::this_thread::sleep_for(20ms);
-        const RunResult r = run({memtrack_bin(), "ctl", "--socket", sock, "stats"}, 10s);
-        json::error_code ec;
-        const json::value v = json::parse(r.out, ec);
-        if (r.status != 0 || ec || !v.is_object()) return false;
-        const json::value* stats = v.get_object().if_contains("stats");
-        return stats && stats->is_object() && u64_at(stats->get_object(), "pressure_stops") > 0;
+        const auto stats = live_stats(sock);
+        return stats && u64_at(*stats, "pressure_stops") > 0;
     });
     return stopped_once && poll_until(timeout, [&] {
         for (int w : writers)
@@ -521,7 +528,7 @@ TEST_CASE("pressure: a process stopped by the user stays stopped, whatever memtr
         "while [ ! -e \"$1/go\" ]; do sleep 0.02; done\n"
         "\"$2\" " + std::to_string(k) + " " + std::to_string(n) + "; echo $? > \"$1/flood.status\"\n"
         "wait\n";
-    Background mt(dir, {"--ring-size", "64K", "--consumer-delay-us", "2000"},
+    Background mt(dir, {"--ring-size", "64K", "--consumer-delay-us", "2000", "--socket", dir / "ctl.sock"},
                   {"/bin/bash", "-c", script, "bash", dir.path(), flood_bin()});
     INFO("`", mt.cmdline(), "`");
 
@@ -552,6 +559,15 @@ TEST_CASE("pressure: a process stopped by the user stays stopped, whatever memtr
         auto p = read_proc(sleep_pid);
         return p && p->state == 'T';
     }));
+    // The sleep may have been paused for pressure and resumed during its start-up allocations,
+    // before the user stopped it; from now on it must not be resumed.
+    const auto before = live_stats(dir / "ctl.sock");
+    REQUIRE_MESSAGE(before.has_value(), "no stats from memtrack's socket; stderr: ", mt.stderr_text());
+    const json::value* by_pid_before = before->if_contains("pressure_resumes_by_pid");
+    REQUIRE((by_pid_before && by_pid_before->is_object()));
+    const std::string sleep_key = std::to_string(sleep_pid);
+    const uint64_t sleep_resumes_before =
+        by_pid_before->get_object().contains(sleep_key) ? u64_at(by_pid_before->get_object(), sleep_key.c_str()) : 0;
     write_file(dir / "go", "");
 
     REQUIRE_MESSAGE(poll_until(60s, [&] { return read_or_empty(dir / "flood.status") == "0\n"; }),
@@ -579,7 +595,9 @@ TEST_CASE("pressure: a process stopped by the user stays stopped, whatever memtr
     }
     const PressureStats s = pressure_stats(read_file(dir / "stats.json"));
     check_pauses_balanced(s);
-    CHECK_MESSAGE(s.resumes_by_pid.count(sleep_pid) == 0, "the sleep is in pressure_resumes_by_pid ", show_by_pid(s.resumes_by_pid));
+    const uint64_t sleep_resumes = s.resumes_by_pid.count(sleep_pid) ? s.resumes_by_pid.at(sleep_pid) : 0;
+    CHECK_MESSAGE(sleep_resumes == sleep_resumes_before, "the user-stopped sleep was resumed for pressure: ",
+                  show_by_pid(s.resumes_by_pid), " (", sleep_resumes_before, " before the user stopped it)");
 
     auto names = artifact_names(dir / "out");
     REQUIRE(names.size() == 1);
