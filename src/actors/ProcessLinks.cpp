@@ -55,6 +55,7 @@ void ProcessLinks::attach(pid_t pid, std::function<void(Result<void>)> done) {
 Result<void> ProcessLinks::attach_process(pid_t pid, uint64_t start_boottime) {
     if (processes_.count(pid)) return {};
     const uint64_t t0 = monotonic_ns();
+    if (processes_.size() >= kMaxOwnLinked) return use_shared(t0);
     // The pidfd first: it pins the process we check, and tells us when it exits.
     Fd pidfd;
     if (start_boottime) {
@@ -67,7 +68,11 @@ Result<void> ProcessLinks::attach_process(pid_t pid, uint64_t start_boottime) {
         if (!pidfd.valid()) return errno_error("pidfd_open", std::to_string(pid));
     }
     auto links = bpf_.attach_process_probes(pid);
-    if (!links) return links.error();
+    if (!links) {
+        log::error("probes of its own for process {}: {}; using the shared ones", pid, links.error().message());
+        return use_shared(t0);
+    }
+    if (auto r = bpf_.track_own(pid); !r) return r.error();  // its links close with `links`
     Process p;
     p.links = std::move(links).value();
     p.exit_watch = std::make_unique<asio::posix::stream_descriptor>(strand_, pidfd.release());
@@ -76,6 +81,13 @@ Result<void> ProcessLinks::attach_process(pid_t pid, uint64_t start_boottime) {
     });
     processes_.emplace(pid, std::move(p));
     stats_.on_process_probes(monotonic_ns() - t0);
+    return {};
+}
+
+// The process keeps the `tracked` mark BPF gave it at fork (or track() gave it): shared.
+Result<void> ProcessLinks::use_shared(uint64_t t0) {
+    if (auto r = bpf_.attach_shared_probes(); !r) return r.error();
+    stats_.on_shared_probes(monotonic_ns() - t0);
     return {};
 }
 

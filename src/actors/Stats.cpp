@@ -97,6 +97,12 @@ void Stats::on_process_probes(uint64_t attach_ns) {
     probe_attach_ns_.add(attach_ns);
 }
 
+void Stats::on_shared_probes(uint64_t attach_ns) {
+    std::lock_guard lock(mu_);
+    ++processes_shared_;
+    probe_attach_ns_.add(attach_ns);
+}
+
 void Stats::on_process_probe_error() {
     std::lock_guard lock(mu_);
     ++probe_errors_;
@@ -161,6 +167,7 @@ boost::json::object Stats::to_json() const {
          cache_hits_ + cache_misses_ ? double(cache_hits_) / double(cache_hits_ + cache_misses_) : 0.0},
         {"symbolizer_modules", modules_},
         {"processes_probed", processes_probed_},
+        {"processes_on_shared_probes", processes_shared_},
         {"probe_attach_errors", probe_errors_},
         {"probe_attach_ms", ms_summary(probe_attach_ns_)},
         {"spawn_stops", spawn_stops_},

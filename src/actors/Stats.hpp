@@ -28,6 +28,7 @@ public:
     // Per-process probes: a process's links attached (and how long that took), a failure, a new
     // process resumed once its probes existed (how long it was held), the kernel's spawn counters.
     void on_process_probes(uint64_t attach_ns);
+    void on_shared_probes(uint64_t attach_ns);  // a process served by the shared links
     void on_process_probe_error();
     void on_spawn_held(uint64_t held_ns);
     void set_spawn_counters(uint64_t stops, uint64_t unstopped, uint64_t notices_dropped);
@@ -45,7 +46,7 @@ private:
     uint64_t stacks_captured_ = 0, stacks_sent_ = 0, stack_errors_ = 0, stacks_dropped_ = 0, snapshot_stops_ = 0;
     uint64_t dropped_ = 0, stops_ = 0, nested_ = 0, signal_failures_ = 0, resumes_ = 0, stopped_at_exit_ = 0;
     uint64_t paused_ns_ = 0, lifetime_ns_ = 0;
-    uint64_t processes_probed_ = 0, probe_errors_ = 0, spawn_stops_ = 0, spawn_unstopped_ = 0, spawns_dropped_ = 0;
+    uint64_t processes_probed_ = 0, processes_shared_ = 0, probe_errors_ = 0, spawn_stops_ = 0, spawn_unstopped_ = 0, spawns_dropped_ = 0;
     Histogram chunk_ns_, stop_to_resume_ns_, drain_ns_, symbolize_ns_, probe_attach_ns_, spawn_held_ns_;
     // Pressure resumes per process, for tests and people asking "was every writer paused?".
     // Bounded: past kMaxPids processes only the totals grow.

@@ -23,9 +23,10 @@ const volatile bool capture_stacks = true;
 const volatile __u32 max_frames = 64;            /* <= MT_MAX_FRAMES */
 const volatile __u64 stack_stop_bytes = ~0ULL;   /* the stacks ring's stop watermark */
 /*
- * 1: the allocator probes are links filtered to each tracked process (user space attaches them
- * for every new process while spawn_stopped holds it), so the kernel only runs the allocator
- * programs for tracked processes and other processes do not even trap. 0: system-wide links.
+ * 1: user space gives tracked processes allocator links of their own (filtered to the process,
+ * so other processes do not even trap), and holds each new process in spawn_stopped until it
+ * has decided how its probes reach it (own links, or the shared ones past a number of
+ * processes). 0: shared links only, attached at start.
  */
 const volatile bool per_process_links = false;
 
@@ -375,21 +376,29 @@ static __always_inline void mapping_return(struct pt_regs *ctx, __u32 func)
 	}
 }
 
-/* With per-process links the kernel runs these programs for tracked processes only. */
-static __always_inline bool probe_for_tracked(void)
+/*
+ * Through a process's own link the kernel ran us for that process only. Through a shared link,
+ * only for a tracked process without links of its own (which gets its events through those):
+ * each process is served by exactly one of the two, decided before it first runs.
+ */
+static __always_inline bool probe_applies(__u64 cookie)
 {
-	return per_process_links || current_tracked();
+	if (cookie & MT_COOKIE_OWN_LINK)
+		return true;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 *how = bpf_map_lookup_elem(&tracked, &tgid);
+	return how && *how == MT_TRACKED_SHARED;
 }
 
 SEC("uprobe")
 int alloc_entry(struct pt_regs *ctx)
 {
-	if (!probe_for_tracked())
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	if (!probe_applies(cookie))
 		return 0;
 	struct thread_state *st = state(true);
 	if (!st)
 		return 0;
-	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 func = MT_COOKIE_FUNC(cookie);
 	/* The stack pointer at the call's entry, pointing at its return address. */
 	__u64 sp = PT_REGS_SP(ctx) + MT_COOKIE_PUSHED(cookie);
@@ -427,9 +436,10 @@ int alloc_entry(struct pt_regs *ctx)
 SEC("uretprobe")
 int alloc_return(struct pt_regs *ctx)
 {
-	if (!probe_for_tracked())
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	if (!probe_applies(cookie))
 		return 0;
-	__u32 func = MT_COOKIE_FUNC(bpf_get_attach_cookie(ctx));
+	__u32 func = MT_COOKIE_FUNC(cookie);
 	if (is_mapping(func)) {
 		mapping_return(ctx, func);
 		return 0;
@@ -523,8 +533,8 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	__u32 child_tgid = BPF_CORE_READ(child, tgid);
 	if (parent_tgid == child_tgid || !bpf_map_lookup_elem(&tracked, &parent_tgid))
 		return 0; /* a new thread, or not ours */
-	__u32 one = 1;
-	bpf_map_update_elem(&tracked, &child_tgid, &one, BPF_ANY);
+	__u32 shared = MT_TRACKED_SHARED; /* until user space gives it links of its own */
+	bpf_map_update_elem(&tracked, &child_tgid, &shared, BPF_ANY);
 	emit(MT_KIND_FORK, child_tgid, 0, 0, 0);
 	if (per_process_links)
 		hold_for_probes(parent, child, child_tgid);

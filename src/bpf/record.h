@@ -85,6 +85,12 @@ enum mt_func {
 #define MT_FUNC_FIRST_MAPPING MT_FUNC_MMAP
 
 #define MT_COOKIE(func, pushed) ((__u64)(func) | ((__u64)(pushed) << 8))
+/* Set on the probes of a link filtered to one process: the kernel ran the program for it only. */
+#define MT_COOKIE_OWN_LINK (1ULL << 16)
+
+/* Values of the `tracked` map: how a tracked process's allocator probes reach it. */
+#define MT_TRACKED_SHARED 1 /* through the shared (unfiltered) links */
+#define MT_TRACKED_OWN 2    /* through links of its own; the shared ones must ignore it */
 #define MT_COOKIE_FUNC(c) ((__u32)((c)&0xff))
 #define MT_COOKIE_PUSHED(c) ((__u32)(((c) >> 8) & 0xff))
 

@@ -114,6 +114,7 @@ BpfSession::~BpfSession() {
 }
 
 void BpfSession::detach() {
+    std::lock_guard lock(shared_mu_);
     // Closing a link waits for an RCU grace period in the kernel (40-110 ms each here); closed
     // one after another they took 0.6-0.7 s. Closed from one thread each, the waits overlap.
     std::vector<std::thread> closers;
@@ -162,9 +163,16 @@ void BpfSession::attach_allocator_probes() {
         resolved.push_back(std::move(probes).value());
     }
     if (per_process_) return;
+    if (auto r = attach_shared_probes(); !r) throw FatalError("BPF attach failed: " + r.error().message());
+}
+
+Result<void> BpfSession::attach_shared_probes() {
+    std::lock_guard lock(shared_mu_);
+    if (!uprobe_links_.empty()) return {};
     auto links = attach_process_probes(0);
-    if (!links) throw FatalError("BPF attach failed: " + links.error().message());
+    if (!links) return links.error();
     uprobe_links_ = std::move(links).value();
+    return {};
 }
 
 Result<std::vector<UprobeMultiLink>> BpfSession::attach_process_probes(pid_t pid) const {
@@ -177,6 +185,8 @@ Result<std::vector<UprobeMultiLink>> BpfSession::attach_process_probes(pid_t pid
             if (spec->offsets.empty()) continue;
             UprobeMultiSpec filtered = *spec;
             filtered.pid = pid;
+            if (pid != 0)
+                for (uint64_t& cookie : filtered.cookies) cookie |= MT_COOKIE_OWN_LINK;
             auto link = UprobeMultiLink::attach(bpf_program__fd(prog), filtered);
             if (!link) return link.error();
             links.push_back(std::move(link).value());
@@ -186,9 +196,16 @@ Result<std::vector<UprobeMultiLink>> BpfSession::attach_process_probes(pid_t pid
 }
 
 void BpfSession::track(pid_t pid) {
-    const uint32_t key = uint32_t(pid), one = 1;
-    if (bpf_map__update_elem(skel_->maps.tracked, &key, sizeof(key), &one, sizeof(one), BPF_ANY) != 0)
+    const uint32_t key = uint32_t(pid), how = MT_TRACKED_SHARED;
+    if (bpf_map__update_elem(skel_->maps.tracked, &key, sizeof(key), &how, sizeof(how), BPF_ANY) != 0)
         fail(fmt::format("track pid {}", pid), errno);
+}
+
+Result<void> BpfSession::track_own(pid_t pid) {
+    const uint32_t key = uint32_t(pid), how = MT_TRACKED_OWN;
+    if (bpf_map__update_elem(skel_->maps.tracked, &key, sizeof(key), &how, sizeof(how), BPF_ANY) != 0)
+        return errno_error("track pid", std::to_string(pid));
+    return {};
 }
 
 void BpfSession::set_recording(bool on) {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -43,13 +44,18 @@ public:
 
     void attach_tracepoints();
     // Finds every probe site in the C library and the C++ runtime; throws when malloc or free
-    // cannot be probed. Then, system-wide mode only, attaches them for every process.
+    // cannot be probed. Then, without per-process links, attaches the shared ones.
     void attach_allocator_probes();
     bool per_process_links() const { return per_process_; }
-    // Per-process mode: the allocator probes for `pid` alone (links whose filter is that process).
+    // The allocator probes for `pid` alone (links whose filter is that process); mark it with
+    // track_own() before it runs, or the shared links would record it too.
     Result<std::vector<UprobeMultiLink>> attach_process_probes(pid_t pid) const;
+    // The shared links (every process that maps the libraries traps; the programs record the
+    // processes tracked as shared). Once; thread-safe.
+    Result<void> attach_shared_probes();
 
-    void track(pid_t pid);
+    void track(pid_t pid);      // tracked, through the shared links
+    Result<void> track_own(pid_t pid);  // tracked, through links of its own
     void set_recording(bool on);
     bool recording() const;
 
@@ -75,6 +81,7 @@ private:
     BpfConfig cfg_;
     memtrack_bpf* skel_ = nullptr;
     std::vector<bpf_link*> tracepoint_links_;
+    std::mutex shared_mu_;  // guards uprobe_links_ (attach_shared_probes, detach)
     std::vector<UprobeMultiLink> uprobe_links_;
     std::vector<LibraryProbes> probes_;
     bool per_process_ = false;

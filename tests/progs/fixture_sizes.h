@@ -66,6 +66,7 @@
 #define FX_FORK_CHILD1 9209u /* child 1: 2*N times */
 #define FX_FORK_CHILD2 9311u /* child 2: 3*N times, and forks the grandchild */
 #define FX_FORK_GRANDCHILD 9413u /* grandchild: 4*N times */
+#define FX_WIDE_BASE 9501u /* wide_tree: child i allocates FX_WIDE_BASE + i, i + 1 times */
 
 /* threads: one size per thread, each allocated N times. */
 #define FX_THREAD0 9511u

@@ -56,8 +56,41 @@ TEST_CASE("process: a fork tree is tracked, each event carrying the pid that all
     INFO("stats: ", t.result.stats.raw);
     CHECK(stats_u64(t.result.stats, "spawn_stops") == 4);
     CHECK(stats_u64(t.result.stats, "spawn_unstopped") == 0);
-    CHECK(stats_u64(t.result.stats, "processes_probed") == 5);
+    CHECK(stats_u64(t.result.stats, "processes_probed") + stats_u64(t.result.stats, "processes_on_shared_probes") == 5);
     CHECK(stats_u64(t.result.stats, "probe_attach_errors") == 0);
+}
+
+TEST_CASE("process: more live processes than get probes of their own: the rest use the shared ones, counts exact") {
+    ROOT_SUITE_GUARD();
+    const unsigned k = 8;
+    TempDir dir;
+    Tracked t = track_and_dump(dir, {fixture("wide_tree"), std::to_string(k)});
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_common(t);
+    std::set<uint64_t> sizes;
+    std::map<uint64_t, std::string> expected;
+    for (unsigned i = 0; i < k; i++) {
+        sizes.insert(FX_WIDE_BASE + i);
+        expected[FX_WIDE_BASE + i] = "Malloc x" + std::to_string(i + 1);
+    }
+    CHECK(show(tally_by_size(t.events, sizes)) == show(expected));
+    std::set<int> all_pids;
+    for (uint64_t size : sizes) {
+        auto pids = pids_of(with_size(t.events, size));
+        CHECK_MESSAGE(pids.size() == 1, "size ", size, " from pids ", show(pids));
+        all_pids.insert(pids.begin(), pids.end());
+    }
+    CHECK(all_pids.size() == k);
+    Pairing p = pair_up(t.events, sizes);
+    CHECK_MESSAGE(p.problems.empty(), "allocation history problems:", p.problems_text());
+    CHECK_MESSAGE(p.live.empty(), "blocks never freed:", join(p.live));
+
+    INFO("stats: ", t.result.stats.raw);
+    // The command and 3 children had links of their own while all were alive; the other 5
+    // children, forked while those lived, went to the shared probes.
+    CHECK(stats_u64(t.result.stats, "processes_probed") == 4);
+    CHECK(stats_u64(t.result.stats, "processes_on_shared_probes") == k - 3);
+    CHECK(stats_u64(t.result.stats, "spawn_unstopped") == 0);
 }
 
 TEST_CASE("process: threads carry their own tid and the process's pid") {

@@ -1,0 +1,50 @@
+/*
+ * wide_tree [K]: K children (default 8) alive at once: each waits until all K exist (a pipe the
+ * parent closes), then child i mallocs and frees FX_WIDE_BASE + i exactly i + 1 times and exits.
+ * The parent waits for each. More live processes than memtrack gives links of their own, so
+ * some children are served by the shared probes.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "fixture_sizes.h"
+
+int main(int argc, char **argv)
+{
+	unsigned k = fx_count(argc, argv, 8);
+	int go[2];
+	FX_REQUIRE(pipe(go) == 0);
+	pid_t pids[64];
+	FX_REQUIRE(k <= 64);
+	for (unsigned i = 0; i < k; i++) {
+		pids[i] = fork();
+		FX_REQUIRE(pids[i] >= 0);
+		if (pids[i] == 0) {
+			close(go[1]);
+			char c;
+			while (read(go[0], &c, 1) < 0 && errno == EINTR) {}
+			for (unsigned j = 0; j <= i; j++) {
+				void *p = malloc(fx_size(FX_WIDE_BASE + i));
+				FX_REQUIRE(p != NULL);
+				fx_escape(p);
+				free(fx_launder(p));
+			}
+			_exit(0);
+		}
+	}
+	close(go[1]); /* every child is alive: let them go */
+	for (unsigned i = 0; i < k; i++) {
+		int status = 0;
+		pid_t got;
+		do
+			got = waitpid(pids[i], &status, 0);
+		while (got < 0 && errno == EINTR);
+		FX_REQUIRE(got == pids[i] && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	return 0;
+}
