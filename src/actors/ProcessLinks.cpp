@@ -72,7 +72,12 @@ Result<void> ProcessLinks::attach_process(pid_t pid, uint64_t start_boottime) {
         log::error("probes of its own for process {}: {}; using the shared ones", pid, links.error().message());
         return use_shared(t0);
     }
-    if (auto r = bpf_.track_own(pid); !r) return r.error();  // its links close with `links`
+    if (auto r = bpf_.track_own(pid); !r) {
+        // Still marked shared: the shared links serve it, its own would record it twice.
+        closer_.close(std::move(links).value());
+        log::error("probes of its own for process {}: {}; using the shared ones", pid, r.error().message());
+        return use_shared(t0);
+    }
     Process p;
     p.links = std::move(links).value();
     p.exit_watch = std::make_unique<asio::posix::stream_descriptor>(strand_, pidfd.release());

@@ -53,14 +53,18 @@ struct {
 	__uint(max_entries, 1 << 16);
 } spawns SEC(".maps");
 
+/* A map of processes BPF paused (tgid -> struct mt_stop); user space resumes them (StopRelease). */
+#define MT_STOP_MAP(name)                                \
+	struct {                                         \
+		__uint(type, BPF_MAP_TYPE_HASH);         \
+		__uint(map_flags, BPF_F_NO_PREALLOC);    \
+		__uint(max_entries, 65536);              \
+		__type(key, __u32);                      \
+		__type(value, struct mt_stop);           \
+	} name SEC(".maps")
+
 /* New processes held stopped until user space has attached their probes (per_process_links). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 65536);
-	__type(key, __u32);
-	__type(value, struct mt_stop);
-} spawn_stopped SEC(".maps");
+MT_STOP_MAP(spawn_stopped);
 
 /* Hashes of stacks already sent: each distinct stack crosses the ring once (again after eviction). */
 struct {
@@ -90,13 +94,7 @@ struct {
 	__type(value, __u8);
 } maps_known SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 65536);
-	__type(key, __u32);
-	__type(value, struct mt_stop);
-} snapshot_stopped SEC(".maps");
+MT_STOP_MAP(snapshot_stopped);
 
 /* Thread group ids of the command and its descendants. */
 /* Not preallocated: a preallocated 64 Ki-entry hash costs ~40 ms at start-up. */
@@ -115,13 +113,8 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 65536);
-	__type(key, __u32);
-	__type(value, struct mt_stop);
-} pressure_stopped SEC(".maps");
+/* Producers paused for ring pressure; PressureControl resumes them. */
+MT_STOP_MAP(pressure_stopped);
 
 /* Per-thread state: the nesting frames and the arguments saved between entry and return. */
 struct thread_state {
