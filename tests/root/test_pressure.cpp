@@ -700,3 +700,40 @@ TEST_CASE("pressure: memtrack killed by SIGKILL while writers are paused: memtra
     CHECK_MESSAGE(flood_ended->status == 0, "flood ", flood_ended->describe());
     CHECK_MESSAGE(group(mt.pid()).empty(), "left behind:", mt.group_text());
 }
+
+TEST_CASE("spawn: memtrack killed by SIGKILL while a new process waits for its probes: memtrack-guard resumes it") {
+    ROOT_SUITE_GUARD();
+    // A shell starting processes one after another: each is held stopped (spawn_stopped) until
+    // memtrack has attached its probes. memtrack is killed while one is held.
+    TempDir dir;
+    const std::string script = "for i in $(seq 5000); do /bin/true; done; echo 0 > \"$1/status\"\n";
+    Background mt(dir, {"--no-stacks"}, {"/bin/bash", "-c", script, "bash", dir.path()});
+    INFO("`", mt.cmdline(), "`");
+    std::optional<int> guard;
+    REQUIRE_MESSAGE(poll_until(20s,
+                               [&] {
+                                   guard = mt.guard_pid();
+                                   return guard.has_value();
+                               }),
+                    "no memtrack-guard child; memtrack's group:", mt.group_text());
+    std::vector<Proc> held;
+    REQUIRE_MESSAGE(poll_until(20s,
+                               [&] {
+                                   held = stopped(group(mt.pid()));
+                                   return !held.empty();
+                               }),
+                    "no new process was ever seen held; memtrack's group:", mt.group_text());
+
+    REQUIRE(::kill(mt.pid(), SIGKILL) == 0);
+    const auto ended = mt.wait(10s);
+    REQUIRE_MESSAGE(ended.has_value(), "memtrack not reaped 10 s after SIGKILL; its group:", mt.group_text());
+    INFO("held when memtrack died:", describe(held));
+    const auto guard_ended = mt.wait_for(*guard, 5s);
+    CHECK_MESSAGE(guard_ended.has_value(), "memtrack-guard still there 5 s after memtrack died; memtrack's group:",
+                  mt.group_text());
+    CHECK_MESSAGE(poll_until(5s, [&] { return stopped(group(mt.pid())).empty(); }),
+                  "still stopped 5 s after memtrack died:", describe(stopped(group(mt.pid()))));
+    // The shell goes on, untraced, and finishes its loop.
+    CHECK_MESSAGE(poll_until(60s, [&] { return read_or_empty(dir / "status") == "0\n"; }),
+                  "the shell did not finish; its group:", mt.group_text());
+}
