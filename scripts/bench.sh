@@ -208,6 +208,7 @@ run() {
     memtrack) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" -- "$@") ;;
     memtrack-nostacks) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --no-stacks -- "$@") ;;
     memtrack-entry) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --no-stacks --probe-at-entry -- "$@") ;;
+    memtrack-wakeall) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --no-stacks --wakeup-fill 0 -- "$@") ;;
     heaptrack) cmd=(heaptrack -o "$WORK/out/heaptrack.$tag" "$@") ;;
     bpftrace) cmd=(bpftrace -e "$BT_SCRIPT" -c "$*") ;;
     massif) cmd=(valgrind --tool=massif --trace-children=yes --massif-out-file="$WORK/out/massif.%p" "$@") ;;
@@ -279,10 +280,11 @@ echo "- build lock wait: $LOCK_WAIT_S s; build (scripts/build.sh): $BUILD_S s"
 
 # ---- overhead ----
 WORKLOADS=(flood churn_c churn_cxx)
-TOOLS=(untracked memtrack memtrack-nostacks memtrack-entry floor floor-entry bpftrace heaptrack massif)
+TOOLS=(untracked memtrack memtrack-nostacks memtrack-wakeall memtrack-entry floor floor-entry bpftrace heaptrack massif)
 declare -A TOOL_LABEL=(
     [untracked]="untracked" [memtrack]="memtrack" [memtrack-nostacks]="memtrack --no-stacks"
     [memtrack-entry]="memtrack --no-stacks --probe-at-entry" [floor]="trap floor (placed)"
+    [memtrack-wakeall]="memtrack --no-stacks --wakeup-fill 0"
     [floor-entry]="trap floor (entry)" [bpftrace]="bpftrace (counting)" [heaptrack]="heaptrack"
     [massif]="valgrind massif"
 )
@@ -373,7 +375,8 @@ if on overhead; then
             "memtrack --no-stacks --probe-at-entry / entry floor $(ratio "$wl" memtrack-entry floor-entry);" \
             "placement saves $(fmt "$(calc "${NET[$wl,memtrack-entry]} - ${NET[$wl,memtrack-nostacks]}")" '%.2f') / $(fmt "$(calc "${NETC[$wl,memtrack-entry]} - ${NETC[$wl,memtrack-nostacks]}")" '%.2f') us/alloc;" \
             "memtrack / bpftrace $(ratio "$wl" memtrack bpftrace); memtrack --no-stacks / bpftrace $(ratio "$wl" memtrack-nostacks bpftrace);" \
-            "stack capture: memtrack / --no-stacks $(ratio "$wl" memtrack memtrack-nostacks)"
+            "stack capture: memtrack / --no-stacks $(ratio "$wl" memtrack memtrack-nostacks);" \
+            "a wake-up per record (--wakeup-fill 0) / --no-stacks $(ratio "$wl" memtrack-wakeall memtrack-nostacks)"
     done
     st_up=$(for f in "$WORK"/log/*__memtrack__1__r*.log; do sed -n 's/.*start-up took \([0-9.]*\) ms.*/\1/p' "$f"; done >"$WORK/t/.su"; median "$WORK/t/.su")
     td=$(for f in "$WORK"/log/*__memtrack__1__r*.log; do sed -n 's/.*teardown took \([0-9.]*\) ms.*/\1/p' "$f"; done >"$WORK/t/.td"; median "$WORK/t/.td")
