@@ -86,10 +86,14 @@ TEST_CASE("process: more live processes than get probes of their own: the rest u
     CHECK_MESSAGE(p.live.empty(), "blocks never freed:", join(p.live));
 
     INFO("stats: ", t.result.stats.raw);
-    // The command and 3 children had links of their own while all were alive; the other 5
-    // children, forked while those lived, went to the shared probes.
-    CHECK(stats_u64(t.result.stats, "processes_probed") == 4);
-    CHECK(stats_u64(t.result.stats, "processes_on_shared_probes") == k - 3);
+    // Every process was probed one way or the other. The command and the first 3 children got
+    // links of their own; later children went to the shared probes unless one of those had
+    // already exited (its exit may be handled before a later child's spawn notice).
+    const uint64_t own = stats_u64(t.result.stats, "processes_probed");
+    const uint64_t shared = stats_u64(t.result.stats, "processes_on_shared_probes");
+    CHECK(own + shared == k + 1);
+    CHECK(own >= 4);
+    CHECK(shared >= 1);
     CHECK(stats_u64(t.result.stats, "spawn_unstopped") == 0);
 }
 
