@@ -25,6 +25,8 @@
 
 extern char** environ;
 
+#include "core/Fd.hpp"
+
 namespace memtrack::roottest {
 
 namespace fs = std::filesystem;
@@ -47,22 +49,7 @@ std::string hex(uint64_t v) {
     return buf;
 }
 
-// Owns a file descriptor.
-class Fd {
-public:
-    explicit Fd(int fd = -1) : fd_(fd) {}
-    ~Fd() { reset(); }
-    Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-    Fd& operator=(Fd&&) = delete;
-    int get() const { return fd_; }
-    void reset() {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = -1;
-    }
-
-private:
-    int fd_;
-};
+using memtrack::Fd;
 
 std::array<Fd, 2> make_pipe() {
     int p[2];

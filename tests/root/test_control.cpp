@@ -38,6 +38,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/Fd.hpp"
 #include "Events.hpp"
 
 extern char** environ;
@@ -82,28 +83,6 @@ std::string read_text_or_empty(const std::string& path) {
 }
 
 // ---- processes ----
-
-class UniqueFd {
-public:
-    explicit UniqueFd(int fd = -1) : fd_(fd) {}
-    ~UniqueFd() { reset(); }
-    UniqueFd(UniqueFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-    UniqueFd& operator=(UniqueFd&& o) noexcept {
-        if (this != &o) {
-            reset();
-            fd_ = std::exchange(o.fd_, -1);
-        }
-        return *this;
-    }
-    int get() const { return fd_; }
-    void reset() {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = -1;
-    }
-
-private:
-    int fd_;
-};
 
 // /proc/PID/stat after the command name: "S ppid pgrp ..." as fields; empty when gone.
 std::vector<std::string> stat_fields(pid_t pid) {
@@ -251,8 +230,8 @@ private:
 // A process the test talks to: its stdin and stdout are pipes to the test, its stderr a file.
 struct Child {
     pid_t pid = -1;
-    UniqueFd in;   // writes go to its stdin
-    UniqueFd out;  // its stdout
+    memtrack::Fd in;   // writes go to its stdin
+    memtrack::Fd out;  // its stdout
     std::string err_path;
     std::string buffered;  // stdout read but not yet returned as a line
     std::string what;      // its command line, for messages
@@ -271,9 +250,9 @@ std::string join_args(const std::vector<std::string>& argv) {
 Child spawn_child(const std::vector<std::string>& argv, const std::string& err_path, Processes& procs) {
     int in[2], out[2];
     if (::pipe2(in, O_CLOEXEC) != 0) fail_errno("pipe2");
-    UniqueFd in_r(in[0]), in_w(in[1]);
+    memtrack::Fd in_r(in[0]), in_w(in[1]);
     if (::pipe2(out, O_CLOEXEC) != 0) fail_errno("pipe2");
-    UniqueFd out_r(out[0]), out_w(out[1]);
+    memtrack::Fd out_r(out[0]), out_w(out[1]);
 
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attr;
@@ -398,7 +377,7 @@ public:
 
     // Connects; nullopt when nothing accepts connections at `path` (no file, nobody listening).
     static std::optional<Client> try_connect(const std::string& path) {
-        UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        memtrack::Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
         if (fd.get() < 0) fail_errno("socket");
         sockaddr_un addr{};
         addr.sun_family = AF_UNIX;
@@ -499,8 +478,8 @@ public:
     int fd() const { return fd_.get(); }
 
 private:
-    explicit Client(UniqueFd fd) : fd_(std::move(fd)) {}
-    UniqueFd fd_;
+    explicit Client(memtrack::Fd fd) : fd_(std::move(fd)) {}
+    memtrack::Fd fd_;
     std::string buffered_;
 };
 
@@ -648,7 +627,7 @@ public:
     explicit Counter(const std::string& path) {
         const auto deadline = Clock::now() + kPhase;
         for (;;) {
-            fd_ = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+            fd_ = memtrack::Fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
             struct stat st {};
             if (fd_.get() >= 0 && ::fstat(fd_.get(), &st) == 0 && st.st_size >= 8) break;
             if (Clock::now() >= deadline) throw std::runtime_error("the fixture never created its counter " + path);
@@ -674,7 +653,7 @@ public:
     }
 
 private:
-    UniqueFd fd_;
+    memtrack::Fd fd_;
     const uint64_t* p_ = nullptr;
 };
 
@@ -1134,7 +1113,7 @@ TEST_CASE("control: shutdown replies, memtrack exits 0 and the command keeps run
 
     // A stale socket: bound, then closed, so nobody listens on it.
     {
-        UniqueFd s(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        memtrack::Fd s(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
         sockaddr_un addr{};
         addr.sun_family = AF_UNIX;
         sock.copy(addr.sun_path, sizeof addr.sun_path - 1);
@@ -1236,7 +1215,7 @@ TEST_CASE("control: a socket path taken by a file or a live socket is refused, u
     }
     SUBCASE("a socket another process listens on") {
         const std::string path = dir / "live.sock";
-        UniqueFd s(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        memtrack::Fd s(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
         sockaddr_un addr{};
         addr.sun_family = AF_UNIX;
         path.copy(addr.sun_path, sizeof addr.sun_path - 1);

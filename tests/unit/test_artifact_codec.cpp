@@ -2,6 +2,8 @@
 // trips through the real writer and reader, an independent decoder, and damaged files.
 #include <doctest/doctest.h>
 
+#include "TestFiles.hpp"
+
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -31,6 +33,7 @@
 #include "format/ZstdFileWriter.hpp"
 
 using namespace memtrack;
+using namespace memtrack::unittest;
 
 namespace {
 
@@ -63,44 +66,9 @@ std::string to_hex(std::string_view bytes) {
     return out;
 }
 
-class TempDir {
-public:
-    TempDir() {
-        std::string tmpl = (std::filesystem::temp_directory_path() / "memtrack-unit-XXXXXX").string();
-        REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-        path_ = tmpl;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    std::string file(std::string_view name) const { return (path_ / name).string(); }
 
-private:
-    std::filesystem::path path_;
-};
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
-void write_file(const std::string& path, std::string_view bytes) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), std::streamsize(bytes.size()));
-    REQUIRE(out.good());
-}
-
-// One zstd frame holding `raw`, for files whose decompressed bytes a test crafts by hand.
-void write_zstd_file(const std::string& path, std::string_view raw) {
-    std::string z(ZSTD_compressBound(raw.size()), '\0');
-    const size_t n = ZSTD_compress(z.data(), z.size(), raw.data(), raw.size(), 3);
-    REQUIRE(!ZSTD_isError(n));
-    z.resize(n);
-    write_file(path, z);
-}
 
 struct ReadOutcome {
     std::vector<Event> events;
@@ -744,36 +712,6 @@ TEST_CASE("Summary totals a hand-made sequence") {
 
 namespace {
 
-struct Captured {
-    int rc = -1;
-    std::string out;
-    std::string err;
-};
-
-// Runs `fn` with stdout and stderr sent to files, the way a shell redirect would.
-Captured capture(const TempDir& dir, const std::function<int()>& fn) {
-    const std::string out_path = dir.file("stdout");
-    const std::string err_path = dir.file("stderr");
-    std::fflush(stdout);
-    std::fflush(stderr);
-    const int saved_out = ::dup(STDOUT_FILENO);
-    const int saved_err = ::dup(STDERR_FILENO);
-    const int out_fd = ::open(out_path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
-    const int err_fd = ::open(err_path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
-    REQUIRE((saved_out >= 0 && saved_err >= 0 && out_fd >= 0 && err_fd >= 0));
-    ::dup2(out_fd, STDOUT_FILENO);
-    ::dup2(err_fd, STDERR_FILENO);
-    Captured c;
-    c.rc = fn();
-    std::fflush(stdout);
-    std::fflush(stderr);
-    ::dup2(saved_out, STDOUT_FILENO);
-    ::dup2(saved_err, STDERR_FILENO);
-    for (int fd : {saved_out, saved_err, out_fd, err_fd}) ::close(fd);
-    c.out = read_file(out_path);
-    c.err = read_file(err_path);
-    return c;
-}
 
 }  // namespace
 
@@ -793,12 +731,12 @@ TEST_CASE("memtrack dump prints JSON lines or a summary, and what it read before
             REQUIRE(w->write(encoded(a) + encoded(b)).ok());
             REQUIRE(w->finish().ok());
         }
-        Captured c = capture(dir, [&] { return run_dump({path, false}); });
+        Captured c = capture_output(dir, [&] { return run_dump({path, false}); });
         CHECK(c.rc == 0);
         CHECK(c.out == line_a + line_b);
         CHECK(c.err.empty());
 
-        c = capture(dir, [&] { return run_dump({path, true}); });
+        c = capture_output(dir, [&] { return run_dump({path, true}); });
         CHECK(c.rc == 0);
         CHECK(c.out.find("Malloc                     1                  64\n") != std::string::npos);
         CHECK(c.out.find("live at end: 0 bytes in 0 blocks\n") != std::string::npos);
@@ -810,12 +748,12 @@ TEST_CASE("memtrack dump prints JSON lines or a summary, and what it read before
         const std::string error_line = "memtrack: dump: " + path + ": corrupt event at decompressed offset " +
                                        std::to_string(good.size()) + ": invalid MessagePack: parse error\n";
 
-        Captured c = capture(dir, [&] { return run_dump({path, false}); });
+        Captured c = capture_output(dir, [&] { return run_dump({path, false}); });
         CHECK(c.rc == 1);
         CHECK(c.out == line_a + line_b);
         CHECK(c.err == error_line);
 
-        c = capture(dir, [&] { return run_dump({path, true}); });
+        c = capture_output(dir, [&] { return run_dump({path, true}); });
         CHECK(c.rc == 1);
         CHECK(c.out.find("Free                       1                   -\n") != std::string::npos);
         CHECK(c.err == error_line);

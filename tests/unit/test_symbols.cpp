@@ -2,6 +2,8 @@
 // file codec and `memtrack dump --stacks/--resolve`.
 #include <doctest/doctest.h>
 
+#include "TestFiles.hpp"
+
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -70,43 +72,13 @@ Site g_outer;
 }  // namespace memtrack_test
 
 using namespace memtrack;
+using namespace memtrack::unittest;
 using namespace std::string_literals;  // "..."s keeps the NUL bytes of hand-made MessagePack
 
 namespace {
 
-class ScratchDir {
-public:
-    ScratchDir() {
-        std::string tmpl = (std::filesystem::temp_directory_path() / "memtrack-symbols-XXXXXX").string();
-        REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-        path_ = tmpl;
-    }
-    ~ScratchDir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-    ScratchDir(const ScratchDir&) = delete;
-    ScratchDir& operator=(const ScratchDir&) = delete;
-    std::string file(std::string_view name) const { return (path_ / name).string(); }
 
-private:
-    std::filesystem::path path_;
-};
 
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_zstd(const std::string& path, std::string_view raw) {
-    std::string z(ZSTD_compressBound(raw.size()), '\0');
-    const size_t n = ZSTD_compress(z.data(), z.size(), raw.data(), raw.size(), 3);
-    REQUIRE(!ZSTD_isError(n));
-    z.resize(n);
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(z.data(), std::streamsize(z.size()));
-    REQUIRE(out.good());
-}
 
 ProcessMaps self_maps() {
     auto maps = ProcessMaps::read(::getpid());
@@ -142,36 +114,6 @@ std::optional<uint64_t> symbol_file_offset(Elf* elf, std::string_view symbol) {
     return std::nullopt;
 }
 
-struct Captured {
-    int rc = -1;
-    std::string out;
-    std::string err;
-};
-
-// Runs `fn` with stdout and stderr sent to files, the way a shell redirect would.
-Captured capture_output(const ScratchDir& dir, const std::function<int()>& fn) {
-    const std::string out_path = dir.file("stdout");
-    const std::string err_path = dir.file("stderr");
-    std::fflush(stdout);
-    std::fflush(stderr);
-    const int saved_out = ::dup(STDOUT_FILENO);
-    const int saved_err = ::dup(STDERR_FILENO);
-    const int out_fd = ::open(out_path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
-    const int err_fd = ::open(err_path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
-    REQUIRE((saved_out >= 0 && saved_err >= 0 && out_fd >= 0 && err_fd >= 0));
-    ::dup2(out_fd, STDOUT_FILENO);
-    ::dup2(err_fd, STDERR_FILENO);
-    Captured c;
-    c.rc = fn();
-    std::fflush(stdout);
-    std::fflush(stderr);
-    ::dup2(saved_out, STDOUT_FILENO);
-    ::dup2(saved_err, STDERR_FILENO);
-    for (int fd : {saved_out, saved_err, out_fd, err_fd}) ::close(fd);
-    c.out = slurp(out_path);
-    c.err = slurp(err_path);
-    return c;
-}
 
 std::vector<boost::json::value> json_lines(const std::string& text) {
     std::vector<boost::json::value> lines;
@@ -477,7 +419,7 @@ TEST_CASE("Resolver names vDSO functions from memtrack's own copy of the image")
 }
 
 TEST_CASE("stacks file round trip through ZstdFileWriter and read_stacks") {
-    ScratchDir dir;
+    TempDir dir;
     const std::string path = dir.file("7.MemtrackStacks.msgpack");
     const std::vector<StackRecord> stacks = sample_stacks();
     write_stacks(path, stacks);
@@ -515,14 +457,14 @@ TEST_CASE("encode_stack writes the documented map") {
 }
 
 TEST_CASE("read_stacks reports damage with its offset, after the good stacks") {
-    ScratchDir dir;
+    TempDir dir;
     const std::string path = dir.file("1.MemtrackStacks.msgpack");
     const std::vector<StackRecord> stacks = sample_stacks();
     std::string good;
     encode_stack(stacks[0].hash, stacks[0].pid, stacks[0].frames, good);
 
     SUBCASE("invalid MessagePack") {
-        write_zstd(path, good + "\xc1");
+        write_zstd_file(path, good + "\xc1");
         const StacksOutcome o = read_all_stacks(path);
         CHECK_FALSE(o.ok);
         REQUIRE(o.stacks.size() == 1);
@@ -549,7 +491,7 @@ TEST_CASE("read_stacks reports damage with its offset, after the good stacks") {
         };
         for (const Case& c : cases) {
             CAPTURE(c.reason);
-            write_zstd(path, good + c.raw);
+            write_zstd_file(path, good + c.raw);
             const StacksOutcome o = read_all_stacks(path);
             CHECK_FALSE(o.ok);
             CHECK(o.stacks.size() == 1);
@@ -557,7 +499,7 @@ TEST_CASE("read_stacks reports damage with its offset, after the good stacks") {
         }
     }
     SUBCASE("unknown keys and missing optional frame keys are fine") {
-        write_zstd(path, "\x84\xa3new\xc0\xa4hash\x09\xa3pid\xff\xa6" "frames\x91\x82\xa2ip\x07\xa5" "extra\x90");
+        write_zstd_file(path, "\x84\xa3new\xc0\xa4hash\x09\xa3pid\xff\xa6" "frames\x91\x82\xa2ip\x07\xa5" "extra\x90");
         const StacksOutcome o = read_all_stacks(path);
         CHECK(o.ok);
         REQUIRE(o.stacks.size() == 1);
@@ -569,7 +511,7 @@ TEST_CASE("read_stacks reports damage with its offset, after the good stacks") {
         CHECK(o.stacks[0].frames[0] == want);
     }
     SUBCASE("a value cut short") {
-        write_zstd(path, good + good.substr(0, 10));
+        write_zstd_file(path, good + good.substr(0, 10));
         const StacksOutcome o = read_all_stacks(path);
         CHECK_FALSE(o.ok);
         CHECK(o.stacks.size() == 1);
@@ -602,7 +544,7 @@ TEST_CASE("read_stacks reports damage with its offset, after the good stacks") {
 }
 
 TEST_CASE("memtrack dump --stacks and --resolve") {
-    ScratchDir dir;
+    TempDir dir;
     const std::string artifact = dir.file("77.MemtrackArtifact.msgpack");
     const std::string stacks_path = dir.file("77.MemtrackStacks.msgpack");
     const std::vector<StackRecord> stacks = sample_stacks();
@@ -726,7 +668,7 @@ TEST_CASE("memtrack dump --stacks and --resolve") {
     SUBCASE("--stacks on a damaged file prints what decoded, then the error") {
         std::string raw;
         encode_stack(stacks[0].hash, stacks[0].pid, stacks[0].frames, raw);
-        write_zstd(stacks_path, raw + "\xc1");
+        write_zstd_file(stacks_path, raw + "\xc1");
         DumpOptions opts;
         opts.stacks_file = stacks_path;
         const Captured c = capture_output(dir, [&] { return run_dump(opts); });
