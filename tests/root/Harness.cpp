@@ -23,9 +23,9 @@
 #include <boost/json.hpp>
 #include <doctest/doctest.h>
 
-extern char** environ;
-
 #include "core/Fd.hpp"
+
+extern char** environ;
 
 namespace memtrack::roottest {
 
