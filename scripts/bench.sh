@@ -28,9 +28,10 @@
 # whole run, builds (scripts/build.sh) and apt-installs the peers that are missing: heaptrack,
 # valgrind, bpftrace, jq, time. Needs root. The report (markdown) goes to stdout, progress to stderr.
 #
-# Isolation: memtrack's probes (and bpftrace's, and the trap floor's) are system-wide uprobes on
-# the C library's file. Another memtrack running on the machine therefore makes every process
-# here pay traps, "untracked" included, and ours slow every process there. So by default the
+# Isolation: bpftrace's and the trap floor's probes (and memtrack's with --system-wide-probes or
+# past 4 live tracked processes) are system-wide uprobes on the C library's file. Such a tool
+# running elsewhere on the machine makes every process here pay traps, "untracked" included, and
+# ours slow every process there. So by default the
 # workloads and the tools run on private copies of libc, libstdc++, libm and libgcc_s
 # (LD_LIBRARY_PATH): the same code in another file, which only the benchmark's processes map.
 # memtrack finds and probes the copy by itself (it probes the libc it has loaded).
