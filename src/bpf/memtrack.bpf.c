@@ -15,6 +15,7 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define SIGSTOP 19
+#define SIGCONT 18
 
 /* Set before load (rodata). */
 const volatile __u64 stop_bytes = ~0ULL; /* ring data at or above this: SIGSTOP the producer */
@@ -264,19 +265,29 @@ static __always_inline __u64 capture_stack(struct pt_regs *ctx)
 	s->pid = tgid;
 	s->nr = nr;
 	s->flags = new_maps ? MT_STACK_NEW_MAPS : 0;
+	/*
+	 * The pause is published before the record goes out: the Symbolizer answers the record by
+	 * resuming the process, and a record read before its pause was published (a producer
+	 * preempted between the two) left the process stopped for good.
+	 */
+	bool held = new_maps && stop_current(&snapshot_stopped);
 	if (bpf_ringbuf_output(&stacks, s, MT_STACK_HEADER_BYTES + (nr & MT_MAX_FRAMES) * 8, 0) != 0) {
 		count(MT_COUNTER_STACKS_DROPPED); /* not marked seen: the next occurrence retries */
+		if (held) {
+			/* No record will ask for this pause to end: take it back. */
+			bpf_map_delete_elem(&snapshot_stopped, &tgid);
+			bpf_send_signal(SIGCONT);
+		}
 		apply_pressure(&stacks, stack_stop_bytes);
 		return h;
 	}
 	count(MT_COUNTER_STACKS_SENT);
 	__u8 one = 1;
 	bpf_map_update_elem(&seen_stacks, &h, &one, BPF_ANY);
-	if (new_maps) {
+	if (new_maps)
 		bpf_map_update_elem(&maps_known, &tgid, &one, BPF_ANY);
-		if (stop_current(&snapshot_stopped))
-			count(MT_COUNTER_SNAPSHOT_STOPS);
-	}
+	if (held)
+		count(MT_COUNTER_SNAPSHOT_STOPS);
 	apply_pressure(&stacks, stack_stop_bytes);
 	return h;
 }
