@@ -614,22 +614,47 @@ TEST_CASE("pressure: a process stopped by the user stays stopped, whatever memtr
     CHECK_MESSAGE(group(mt.pid()).empty(), "left behind:", mt.group_text());
 }
 
-TEST_CASE("pressure: memtrack ended by SIGTERM while writers are paused resumes them and keeps what it recorded") {
-    ROOT_SUITE_GUARD();
-    // A tiny ring read very slowly: the writers spend their time paused.
-    const unsigned k = 4;
-    const long n = 100000;
-    TempDir dir;
-    Background mt(dir, {"--ring-size", "64K", "--consumer-delay-us", "20000", "--socket", dir / "ctl.sock"},
-                  {flood_bin(), std::to_string(k), std::to_string(n)});
-    INFO("`", mt.cmdline(), "`");
+namespace {
 
+// The two "memtrack ends while writers are paused" cases: k writers under a tiny ring read very
+// slowly, so they spend their time paused.
+constexpr unsigned kPausedWriters = 4;
+constexpr long kPausedPairs = 100000;
+
+std::vector<std::string> paused_flood_options(const TempDir& dir) {
+    return {"--ring-size", "64K", "--consumer-delay-us", "20000", "--socket", dir / "ctl.sock"};
+}
+std::vector<std::string> paused_flood_command() {
+    return {flood_bin(), std::to_string(kPausedWriters), std::to_string(kPausedPairs)};
+}
+
+struct PausedFlood {
+    int flood = 0;
+    std::set<int> writers;
+};
+
+// Waits until the flood runs its writers and memtrack has paused one of them for pressure.
+PausedFlood wait_until_writers_paused(Background& mt, const TempDir& dir) {
     const auto flood = mt.command_pid("flood", 20s);
     REQUIRE_MESSAGE(flood.has_value(), "the flood never started; memtrack's group:", mt.group_text());
-    const std::set<int> writers = flood_writers(*flood, k, 20s);
-    REQUIRE_MESSAGE(writers.size() == k, "writers ", show(writers), "; memtrack's group:", mt.group_text());
-    REQUIRE_MESSAGE(pressure_paused(dir / "ctl.sock", writers, 20s), "no writer was ever seen paused; memtrack's group:",
+    PausedFlood p{*flood, flood_writers(*flood, kPausedWriters, 20s)};
+    REQUIRE_MESSAGE(p.writers.size() == kPausedWriters, "writers ", show(p.writers), "; memtrack's group:",
                     mt.group_text());
+    REQUIRE_MESSAGE(pressure_paused(dir / "ctl.sock", p.writers, 20s), "no writer was ever seen paused; memtrack's group:",
+                    mt.group_text());
+    return p;
+}
+
+}  // namespace
+
+TEST_CASE("pressure: memtrack ended by SIGTERM while writers are paused resumes them and keeps what it recorded") {
+    ROOT_SUITE_GUARD();
+    const unsigned k = kPausedWriters;
+    const long n = kPausedPairs;
+    TempDir dir;
+    Background mt(dir, paused_flood_options(dir), paused_flood_command());
+    INFO("`", mt.cmdline(), "`");
+    const auto [flood_pid, writers] = wait_until_writers_paused(mt, dir);
 
     REQUIRE(::kill(mt.pid(), SIGTERM) == 0);
     const auto ended = mt.wait(30s);
@@ -652,32 +677,23 @@ TEST_CASE("pressure: memtrack ended by SIGTERM while writers are paused resumes 
     check_pauses_balanced(s);
     auto names = artifact_names(dir / "out");
     REQUIRE(names.size() == 1);
-    CHECK(names[0] == std::to_string(*flood) + ".MemtrackArtifact.msgpack");
+    CHECK(names[0] == std::to_string(flood_pid) + ".MemtrackArtifact.msgpack");
     const auto events = dump(dir / "out" + "/" + names[0]);  // throws unless it decodes to the end
     CHECK(s.records >= events.size());
     check_flood_prefix(events, writers, k, n);
     std::map<int, uint64_t> writer_sizes_by_pid;
     for (int w : writers) writer_sizes_by_pid[w] = 0;
-    check_resumed_are_flood(s, writer_sizes_by_pid, *flood);
+    check_resumed_are_flood(s, writer_sizes_by_pid, flood_pid);
 }
 
 TEST_CASE("pressure: memtrack killed by SIGKILL while writers are paused: memtrack-guard resumes them") {
     ROOT_SUITE_GUARD();
-    const unsigned k = 4;
-    const long n = 100000;
     TempDir dir;
-    Background mt(dir, {"--ring-size", "64K", "--consumer-delay-us", "20000", "--socket", dir / "ctl.sock"},
-                  {flood_bin(), std::to_string(k), std::to_string(n)});
+    Background mt(dir, paused_flood_options(dir), paused_flood_command());
     INFO("`", mt.cmdline(), "`");
-
-    const auto flood = mt.command_pid("flood", 20s);
-    REQUIRE_MESSAGE(flood.has_value(), "the flood never started; memtrack's group:", mt.group_text());
+    const auto [flood_pid, writers] = wait_until_writers_paused(mt, dir);
     const auto guard = mt.guard_pid();
     REQUIRE_MESSAGE(guard.has_value(), "no memtrack-guard child; memtrack's group:", mt.group_text());
-    const std::set<int> writers = flood_writers(*flood, k, 20s);
-    REQUIRE_MESSAGE(writers.size() == k, "writers ", show(writers), "; memtrack's group:", mt.group_text());
-    REQUIRE_MESSAGE(pressure_paused(dir / "ctl.sock", writers, 20s), "no writer was ever seen paused; memtrack's group:",
-                    mt.group_text());
 
     REQUIRE(::kill(mt.pid(), SIGKILL) == 0);
     const auto ended = mt.wait(10s);
@@ -694,7 +710,7 @@ TEST_CASE("pressure: memtrack killed by SIGKILL while writers are paused: memtra
                   "still stopped 5 s after memtrack died:", describe(stopped(group(mt.pid()))));
 
     // The flood is the test's child now: it reaps its writers and exits 0 once all finished.
-    const auto flood_ended = mt.wait_for(*flood, 60s);
+    const auto flood_ended = mt.wait_for(flood_pid, 60s);
     REQUIRE_MESSAGE(flood_ended.has_value(), "the flood did not finish within 60 s of memtrack's death; its group:",
                     mt.group_text());
     CHECK_MESSAGE(flood_ended->status == 0, "flood ", flood_ended->describe());
