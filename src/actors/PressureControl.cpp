@@ -53,11 +53,13 @@ size_t PressureControl::resume_stopped() {
             log::error("resume: {}", r.error().message());
             continue;
         }
-        if (r->removed) bpf_.stops_outstanding().fetch_sub(1);
-        if (r->resumed) {
-            stats_.on_resume(int32_t(pid), monotonic_ns() - r->stop_ns);
-            ++resumed;
-        }
+        if (!r->removed) continue;
+        bpf_.stops_outstanding().fetch_sub(1);
+        // The pressure pause ends here, also when another pause (a first stack's) still holds
+        // the process and its owner sends the SIGCONT: counting only our own SIGCONTs left
+        // pressure_resumes short of pressure_stops.
+        stats_.on_resume(int32_t(pid), monotonic_ns() - r->stop_ns);
+        resumed += r->resumed;
     }
     return resumed;
 }
