@@ -1,7 +1,9 @@
-// The flood: K writer processes, each making N malloc+free pairs of its own size, as fast as it
+// The flood: K writer processes, each making N malloc+free pairs of size 1000 + k, as fast as it
 // can; with THREADS > 1, each writer runs that many threads instead, released together by a
-// barrier, thread j of writer k making N pairs of size 1000 + k * THREADS + j. Every size
+// barrier, thread j of writer k making N pairs of size 2000 + k * THREADS + j. Every size
 // belongs to one thread of one process, so a reader can check each writer's counts exactly.
+// Threads use sizes above glibc's thread cache (at most 1032 bytes): at its exit a thread hands
+// its cached blocks back through free() again, which would be recorded as second Frees.
 // Used by scripts/flood.sh, scripts/bench.sh and the pressure tests.
 #include <pthread.h>
 #include <stdio.h>
@@ -36,7 +38,7 @@ static int writer(int k, int threads, long n) {
     pthread_t tids[threads];
     if (pthread_barrier_init(&start_line, NULL, (unsigned)threads) != 0) return 1;
     for (int j = 0; j < threads; ++j) {
-        const size_t size = 1000 + (size_t)k * (size_t)threads + (size_t)j;
+        const size_t size = 2000 + (size_t)k * (size_t)threads + (size_t)j;
         if (pthread_create(&tids[j], NULL, thread_main, (void*)size) != 0) {
             perror("pthread_create");
             return 1;

@@ -78,6 +78,10 @@ void ProcessHolds::arm_retry() {
 FinalPass ProcessHolds::close() {
     retry_timer_.cancel();
     retries_.clear();
+    // Each hold still there ends as any other does (counted, timed); release_all_for_good then
+    // closes the protocol and ends whatever a sender in flight still had.
+    for (uint32_t r = 0; r < MT_HOLD_REASONS; ++r)
+        for (uint32_t pid : pids_held_for(store_, 1u << r)) try_release(pid, 1u << r);
     FinalPass pass = release_all_for_good(store_, signals_);
     for (uint32_t r = 0; r < MT_HOLD_REASONS; ++r) released_[r].fetch_add(pass.ended[r]);
     if (pass.senders_left) log::error("resume: {} processes still had a pause in flight at exit", pass.senders_left);
