@@ -10,7 +10,8 @@
 #               uprobe script), valgrind massif, and the trap floor (bench/trap_floor: empty BPF
 #               programs on memtrack's probes, at its placed offsets and at the entries).
 #   --pressure  a small ring and a slowed consumer, resume at 25 % (default) vs resume at empty;
-#               paused fraction at default settings; a ring-size sweep.
+#               paused fraction at default settings; a ring-size sweep; the seed's experiments
+#               (8 threads, and 16 processes, x 400000 malloc+free, stacks on, drains every 0.5 s).
 #   --drain     `memtrack ctl drain` latency during a flood, default consumer and slowed ones.
 #   --stacks    ring bytes per allocation event with few and many call stacks, the estimate
 #               without deduplication, the symbolizer's throughput, the cost of stack capture.
@@ -91,6 +92,7 @@ CHURN_CXX_N=$(scaled 4000)      # churn_cxx: rounds of about 27 operator new/del
 PRESSURE_N=$(scaled 50000)      # flood 2 PRESSURE_N under a 64 KiB ring and a slowed consumer
 DEFAULT_N=$(scaled 100000)      # flood 2 DEFAULT_N at default settings
 DRAIN_N=$(scaled 200000)        # flood 2 DRAIN_N while drains are timed
+STORM_N=$(scaled 400000)        # the seed's storms: 8 threads x STORM_N, 16 processes x STORM_N
 CALLSITES_N=$(scaled 100000)    # callsites: malloc+free pairs
 CONSUMER_RECORDS=$(scaled 20000000)  # records through consumer_throughput
 FORKS_N=$(scaled 200)           # a tracked shell starting /bin/true FORKS_N times
@@ -243,6 +245,37 @@ mt_run() { # TAG MEMTRACK-OPTIONS... -- CMD...
     rm -rf "$WORK/out" && mkdir -p "$WORK/out"
     if ((rc != 0)); then
         echo "bench: warning: memtrack $* exited with $rc ($(grep -m1 -e dropped -e error "$log" || true))" >&2
+        echo "$tag rep $REP: exited with $rc ($(grep -m1 -e dropped -e error "$log" || true))" >>"$WORK/warnings"
+    fi
+    return 0
+}
+
+percentile() { # FILE P -> the P-th percentile (nearest rank) of the numbers in FILE
+    sort -g "$1" | awk -v p="$2" '{ v[NR] = $1 } END { if (NR == 0) { print "nan"; exit } i = int(p * NR + 0.999999); if (i < 1) i = 1; if (i > NR) i = NR; print v[i] }'
+}
+# storm_run TAG MEMTRACK-OPTIONS... -- CMD...: mt_run with --socket, timing `memtrack ctl drain`
+# every 0.5 s while it runs (milliseconds, one a line, to $WORK/t/TAG.drain).
+storm_run() {
+    local tag="$1" sock="$WORK/storm.sock" rc=0 t0 t1 d0 d1 pid
+    shift
+    local stats="$WORK/stats/${tag}__r$REP.json" log="$WORK/log/${tag}__r$REP.log"
+    rm -f "$sock"
+    t0=$(now)
+    "$MEMTRACK" track --socket "$sock" -o "$WORK/out" --stats "$stats" "$@" >/dev/null 2>"$log" &
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep 0.5
+        d0=$(now)
+        "$MEMTRACK" ctl --socket "$sock" --timeout 60 drain >/dev/null 2>&1 || continue
+        d1=$(now)
+        awk -v a="$d0" -v b="$d1" 'BEGIN { printf "%.6f\n", (b - a) * 1e3 }' >>"$WORK/t/$tag.drain"
+    done
+    wait "$pid" || rc=$?
+    t1=$(now)
+    elapsed_s "$t0" "$t1" >>"$WORK/t/$tag"
+    rm -rf "$WORK/out" && mkdir -p "$WORK/out"
+    if ((rc != 0)); then
+        echo "bench: warning: memtrack $* exited with $rc" >&2
         echo "$tag rep $REP: exited with $rc ($(grep -m1 -e dropped -e error "$log" || true))" >>"$WORK/warnings"
     fi
     return 0
@@ -523,6 +556,55 @@ if on pressure; then
                 "$(fmt "$(stat_median "$p" .dropped)" '%.0f')" "$(fmt "$(calc "$(tail -n1 "$WORK/log/${p}__r1.log.rss") / 1024")" '%.0f')"
         done
     done
+    echo
+    # The seed's experiments: alloc_storm (8 threads released by a barrier, each STORM_N
+    # malloc+free) and alloc_storm_procs (16 processes), stacks on, with `memtrack ctl drain` every
+    # 0.5 s (each timed), at default settings and with a slowed consumer, resuming at 1/4 or at empty.
+    declare -A SCFG=([defaults]="" [slowed]="--ring-size 1M --consumer-delay-us 2000")
+    declare -A SDELAY=([defaults]=0 [slowed]=2000)
+    declare -A SCMD=([threads]="1 $STORM_N 8" [procs]="16 $STORM_N 1")
+    for ((REP = 1; REP <= REPS; ++REP)); do
+        for w in threads procs; do
+            for c in defaults slowed; do
+                for v in quarter empty; do
+                    resume=()
+                    [[ $v == empty ]] && resume=(--resume-fill 0)
+                    # shellcheck disable=SC2086  # options and the command's arguments are words
+                    storm_run "storm_${w}_${c}_$v" ${SCFG[$c]} ${resume[@]+"${resume[@]}"} -- "$BIN/flood" ${SCMD[$w]}
+                done
+            done
+        done
+    done
+    echo "The seed's experiments: \`flood 1 $STORM_N 8\` (8 threads, alloc_storm) and \`flood 16 $STORM_N\` (16 processes,"
+    echo "alloc_storm_procs), stacks on, \`memtrack ctl drain\` every 0.5 s. The consumer-bound limit is records x (chunk p50 +"
+    echo "the per-chunk delay) / 1024: the time the consumer alone needs. Consumer idle: the events consumer waiting on an"
+    echo "empty ring. Medians of $REPS runs."
+    echo
+    echo "| workload | settings | resume at | wall (s) | consumer-bound limit (s) | wall / limit | pause per stop p50 / p99 (ms) | consumer idle (s) | paused_fraction | drain p50 / p99 (ms) | stops = resumes | dropped |"
+    echo "|----------|----------|-----------|---------:|-------------------------:|-------------:|------------------------------:|------------------:|----------------:|---------------------:|----------------:|--------:|"
+    for w in threads procs; do
+        for c in defaults slowed; do
+            for v in quarter empty; do
+                p="storm_${w}_${c}_$v"
+                wall=$(median "$WORK/t/$p")
+                limit=$(stat_median "$p" "(.records * (.chunk_ms.p50 + ${SDELAY[$c]} / 1000) / 1000 / 1024)")
+                printf '| %-8s | %-8s | %-9s | %8s | %24s | %12s | %29s | %17s | %15s | %20s | %15s | %7s |\n' "$w" "$c" \
+                    "$([[ $v == empty ]] && echo "empty" || echo "1/4")" "$(fmt "$wall" '%.2f')" "$(fmt "$limit" '%.2f')" \
+                    "$(fmt "$(calc "$wall / $limit")" '%.2f')" \
+                    "$(fmt "$(stat_median "$p" .stop_to_resume_ms.p50)" '%.1f') / $(fmt "$(stat_median "$p" .stop_to_resume_ms.p99)" '%.1f')" \
+                    "$(fmt "$(stat_median "$p" .consumer_idle_s)" '%.3f')" "$(fmt "$(stat_median "$p" .paused_fraction)" '%.3f')" \
+                    "$(fmt "$(percentile "$WORK/t/$p.drain" 0.5)" '%.1f') / $(fmt "$(percentile "$WORK/t/$p.drain" 0.99)" '%.1f')" \
+                    "$(stat_median "$p" 'if .pressure_stops == .pressure_resumes then 1 else 0 end' | awk '{ print ($1 == 1 ? "yes" : "NO") }')" \
+                    "$(fmt "$(stat_median "$p" .dropped)" '%.0f')"
+            done
+        done
+    done
+    for w in threads procs; do
+        echo
+        echo "Wall-time ratio resume-at-empty / resume-at-1/4, $w, slowed consumer:" \
+            "$(fmt "$(calc "$(median "$WORK/t/storm_${w}_slowed_empty") / $(median "$WORK/t/storm_${w}_slowed_quarter")")" '%.2f')x;" \
+            "pause per stop p50 ratio: $(fmt "$(calc "$(stat_median "storm_${w}_slowed_empty" .stop_to_resume_ms.p50) / $(stat_median "storm_${w}_slowed_quarter" .stop_to_resume_ms.p50)")" '%.2f')x"
+    done
     end_section
 fi
 
@@ -551,9 +633,6 @@ drain_run() {
     done
     wait "$pid" || echo "$tag: memtrack exited with $? ($(grep -m1 -e dropped -e error "$log" || true))" >>"$WORK/warnings"
     rm -rf "$WORK/out" && mkdir -p "$WORK/out"
-}
-percentile() { # FILE P -> the P-th percentile (nearest rank) of the numbers in FILE
-    sort -g "$1" | awk -v p="$2" '{ v[NR] = $1 } END { if (NR == 0) { print "nan"; exit } i = int(p * NR + 0.999999); if (i < 1) i = 1; if (i > NR) i = NR; print v[i] }'
 }
 # The consumer's read rate while it reads (records/s), and with the testing delay per chunk.
 consumer_rate() { # STATS-FILE DELAY-US

@@ -3,7 +3,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include <chrono>
@@ -167,10 +166,8 @@ void ProcessLinks::on_spawns() {
 
 // New processes the ring had no room to announce: still held for their probes.
 void ProcessLinks::scan_held() {
-    for (uint32_t pid : holds_.held_for(MT_HOLD_SPAWN)) {
-        mt_held h{};
-        if (bpf_map_lookup_elem(bpf_.held_map_fd(), &pid, &h) == 0) release_spawned(pid, h.start_boottime);
-    }
+    for (uint32_t pid : holds_.held_for(MT_HOLD_SPAWN))
+        if (auto h = holds_.entry(pid)) release_spawned(pid, h->start_boottime);
 }
 
 void ProcessLinks::release_spawned(uint32_t pid, uint64_t start_boottime) {

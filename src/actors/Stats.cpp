@@ -67,6 +67,11 @@ void Stats::on_resume(int32_t pid, uint64_t stop_to_resume_ns) {
     stop_to_resume_ns_.add(stop_to_resume_ns);
 }
 
+void Stats::on_consumer_idle(uint64_t ns) {
+    std::lock_guard lock(mu_);
+    consumer_idle_ns_ += ns;
+}
+
 void Stats::on_drain(uint64_t duration_ns) {
     std::lock_guard lock(mu_);
     drain_ns_.add(duration_ns);
@@ -176,6 +181,7 @@ boost::json::object Stats::to_json() const {
         {"paused_s", paused_s},
         {"paused_fraction", lifetime_ns_ ? paused_s / (double(lifetime_ns_) / 1e9) : 0.0},
         {"drain_ms", ms_summary(drain_ns_)},
+        {"consumer_idle_s", double(consumer_idle_ns_) / 1e9},
         {"allocation_events", allocations_},
         {"stacks_captured", stacks_captured_},
         {"stacks_sent", stacks_sent_},

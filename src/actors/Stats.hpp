@@ -24,6 +24,7 @@ public:
     void set_stack_counters(uint64_t captured, uint64_t sent, uint64_t errors, uint64_t dropped);
     void on_resume(int32_t pid, uint64_t stop_to_resume_ns);
     void on_drain(uint64_t duration_ns);
+    void on_consumer_idle(uint64_t ns);  // the events consumer waited this long on an empty ring
     void add_process_lifetime(uint64_t ns);
     void set_kernel_counters(uint64_t dropped, uint64_t nested);
     // The pause counters, as their owner (ProcessHolds) counts them.
@@ -52,7 +53,7 @@ private:
     uint64_t stacks_captured_ = 0, stacks_sent_ = 0, stack_errors_ = 0, stacks_dropped_ = 0;
     uint64_t dropped_ = 0, nested_ = 0, stopped_at_exit_ = 0;
     boost::json::object pauses_;  // set_pauses: the keys it writes go into to_json as they are
-    uint64_t paused_ns_ = 0, lifetime_ns_ = 0;
+    uint64_t paused_ns_ = 0, lifetime_ns_ = 0, consumer_idle_ns_ = 0;
     uint64_t processes_probed_ = 0, processes_shared_ = 0, probe_errors_ = 0, spawn_unstopped_ = 0, spawns_dropped_ = 0;
     Histogram chunk_ns_, stop_to_resume_ns_, drain_ns_, symbolize_ns_, probe_attach_ns_, spawn_held_ns_;
     // Pressure resumes per process, for tests and people asking "was every writer paused?".

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -49,6 +50,8 @@ public:
 
     uint64_t outstanding(uint32_t reason) const;
     std::vector<uint32_t> held_for(uint32_t reasons) const { return pids_held_for(store_, reasons); }
+    // pid's `held` entry (its start time, when each reason was taken), if it has one.
+    std::optional<mt_held> entry(uint32_t pid) const { return store_.entry(pid); }
     // Processes held for any reason now (after close(): must be 0).
     size_t still_held() const { return held_for(MT_HOLD_REASON_MASK).size(); }
     HoldCounts counts() const;
