@@ -34,9 +34,14 @@ void ProcessHolds::release(uint32_t pid, uint32_t reason) {
 
 void ProcessHolds::release_every(uint32_t reason, std::function<bool()> still_wanted, Done done) {
     asio::post(strand_, [this, reason, still_wanted = std::move(still_wanted), done = std::move(done)] {
-        for (uint32_t pid : pids_held_for(store_, reason)) {
-            if (!still_wanted()) break;
-            try_release(pid, reason);
+        const std::vector<uint32_t> pids = pids_held_for(store_, reason);
+        size_t& first = next_first_[mt_hold_reason_index(reason)];
+        for (size_t i = 0; i < pids.size(); ++i) {
+            if (!still_wanted()) {
+                first += i;  // the next round starts with the first one left held
+                break;
+            }
+            try_release(pids[(first + i) % pids.size()], reason);
         }
         if (done) done();
     });

@@ -71,6 +71,9 @@ private:
     std::set<std::pair<uint32_t, uint32_t>> retries_;  // (pid, reason) found busy
     bool retry_armed_ = false;
     std::array<std::atomic<uint64_t>, MT_HOLD_REASONS> released_{};
+    // Where release_every starts, per reason: it stops once the rings fill again, and starting
+    // at the same process every time left the last ones held for several rounds.
+    std::array<size_t, MT_HOLD_REASONS> next_first_{};
 };
 
 }  // namespace memtrack

@@ -20,6 +20,22 @@ struct Handover {
     uint32_t words = 0;
 };
 
+// A Handover with two fds beside it (SCM_RIGHTS), as sendmsg and recvmsg both take it.
+struct HandoverMessage {
+    Handover h;
+    alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+    iovec iov{&h, sizeof(h)};
+    msghdr msg{};
+    HandoverMessage() {
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof(control);
+    }
+    HandoverMessage(const HandoverMessage&) = delete;
+    HandoverMessage& operator=(const HandoverMessage&) = delete;
+};
+
 // The guard's whole life. Returns its exit status.
 int guard_main(int sock) {
     ::setsid();
@@ -34,22 +50,15 @@ int guard_main(int sock) {
     if (sock > 3) ::syscall(SYS_close_range, 3u, unsigned(sock) - 1, 0);
     ::syscall(SYS_close_range, unsigned(sock) + 1, ~0u, 0);
 
-    Handover h;
-    char control[CMSG_SPACE(2 * sizeof(int))] = {};
-    iovec iov{&h, sizeof(h)};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
+    HandoverMessage m;
     ssize_t n;
-    while ((n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {}
-    const cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    if (n != ssize_t(sizeof(h)) || !c || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(2 * sizeof(int)))
+    while ((n = ::recvmsg(sock, &m.msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {}
+    const cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
+    if (n != ssize_t(sizeof(m.h)) || !c || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(2 * sizeof(int)))
         return 0;  // memtrack ended before it paused anything
     int fds[2];
     std::memcpy(fds, CMSG_DATA(c), sizeof(fds));
-    auto maps = HoldMaps::open(fds[0], fds[1], h.words, nullptr);
+    auto maps = HoldMaps::open(fds[0], fds[1], m.h.words, nullptr);
     ::close(fds[0]);
     ::close(fds[1]);
     if (!maps) return 1;
@@ -86,21 +95,15 @@ Result<StopGuard> StopGuard::start() {
 }
 
 Result<void> StopGuard::arm(int holds_fd, int held_fd, uint32_t words) {
-    Handover h{words};
-    char control[CMSG_SPACE(2 * sizeof(int))] = {};
-    iovec iov{&h, sizeof(h)};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    HandoverMessage m;
+    m.h.words = words;
+    cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
     c->cmsg_len = CMSG_LEN(2 * sizeof(int));
     const int fds[2] = {holds_fd, held_fd};
     std::memcpy(CMSG_DATA(c), fds, sizeof(fds));
-    if (::sendmsg(sock_.get(), &msg, MSG_NOSIGNAL) != ssize_t(sizeof(h))) return errno_error("sendmsg", "stop guard");
+    if (::sendmsg(sock_.get(), &m.msg, MSG_NOSIGNAL) != ssize_t(sizeof(m.h))) return errno_error("sendmsg", "stop guard");
     return {};
 }
 
