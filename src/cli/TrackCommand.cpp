@@ -35,6 +35,7 @@
 #include "process/ChildLauncher.hpp"
 #include "process/StopGuard.hpp"
 #include "process/StopRelease.hpp"
+#include "report/TrackSummary.hpp"
 #include "ring/RingView.hpp"
 #include "symbols/Resolver.hpp"
 
@@ -481,6 +482,7 @@ int run_track(const TrackOptions& opt_in) {
         log::error("cannot run {}: {}", argv[0], std::strerror(err));
         return err == ENOENT ? 127 : 126;
     }
+    report::print_track_summary(artifact_path);
     return status;
 }
 
