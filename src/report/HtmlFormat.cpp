@@ -2,7 +2,7 @@
 // of the peak, the leaks and what was allocated, and the heap over time with the peak marked.
 // A few MiB at most whatever the input: the timeline has at most Timeline::kMaxPoints points,
 // flamegraph nodes under 0.1 % of their graph's total are folded into "other", the text
-// sections hold --limit sites each.
+// sections hold --limit sites each; past 8000 nodes a flamegraph folds more.
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
 
@@ -16,10 +16,14 @@ namespace {
 
 constexpr double kMinShare = 0.001;
 constexpr size_t kMaxDepth = 200;
+// Even at 0.1 % a wide tree can keep a thousand nodes per level: past this many, the share
+// doubles until the tree fits.
+constexpr size_t kMaxNodes = 8000;
 
 json::object flame(const Analysis& a, Cost c) {
     FlameNode root = flame_tree(a, c);
-    prune(root, kMinShare, kMaxDepth);
+    for (double share = kMinShare; prune(root, share, kMaxDepth) > kMaxNodes; share *= 2) {
+    }
     return flame_json("all", root);
 }
 

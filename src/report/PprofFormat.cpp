@@ -6,6 +6,7 @@
 #include <map>
 #include <stdexcept>
 #include <tuple>
+#include <vector>
 
 #include "report/Output.hpp"
 #include "profile.pb.h"
@@ -34,7 +35,7 @@ public:
     // The location of one captured address: its frames (inlined first) share `ip`.
     uint64_t location(const std::vector<Frame>& frames, size_t first, size_t last) {
         const Frame& outer = frames[last - 1];
-        auto key = std::make_pair(outer.ip, outer.module);
+        auto key = std::make_tuple(outer.ip, outer.module, outer.function);
         auto [it, fresh] = locations_.try_emplace(key, uint64_t(locations_.size() + 1));
         if (!fresh) return it->second;
         pb::Location* loc = p_.add_location();
@@ -57,16 +58,17 @@ public:
 
     pb::Profile& profile() { return p_; }
 
-    // Mapping ranges are the lowest and highest addresses seen in each module.
+    // Mapping ranges are the lowest and highest addresses seen in each module; in id order.
     void finish_mappings() {
-        for (auto& [key, m] : mappings_) {
-            pb::Mapping* out = p_.add_mapping();
-            *out = m;
-        }
+        std::vector<const pb::Mapping*> by_id(mappings_.size());
+        for (auto& [key, m] : mappings_) by_id[m.id() - 1] = &m;
+        for (const pb::Mapping* m : by_id) *p_.add_mapping() = *m;
     }
 
 private:
+    // 0 (no mapping) for an address no module holds.
     uint64_t mapping(const Frame& f) {
+        if (f.module.empty()) return 0;
         auto key = std::make_pair(f.module, f.build_id);
         auto [it, fresh] = mappings_.try_emplace(key);
         pb::Mapping& m = it->second;
@@ -102,7 +104,7 @@ private:
 
     pb::Profile p_;
     std::map<std::string, int64_t> strings_;
-    std::map<std::pair<uint64_t, std::string>, uint64_t> locations_;
+    std::map<std::tuple<uint64_t, std::string, std::string>, uint64_t> locations_;
     std::map<std::pair<std::string, std::string>, pb::Mapping> mappings_;
     std::map<std::pair<std::string, std::string>, uint64_t> functions_;
 };

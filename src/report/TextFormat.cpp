@@ -37,7 +37,7 @@ void frames_text(const Site& s, const Style& st, std::string& out) {
         out += st.function(frame_name(f));
         if (f.inlined) out += " [inlined]";
         if (!f.file.empty()) out += fmt::format("  {}:{}", f.file, f.line);
-        if (!f.module.empty()) out += fmt::format("  ({})", base_name(f.module));
+        if (!f.module.empty() && !f.function.empty()) out += fmt::format("  ({})", base_name(f.module));
         out += '\n';
     }
     if (s.frames->size() > n) out += fmt::format("      ... {} more frames\n", s.frames->size() - n);
