@@ -1,7 +1,13 @@
 #pragma once
 // Allocation sites: one per distinct call stack, with what was allocated there, what is live
 // now, what was live at the peak and how much of it was temporary.
+//
+// Distinct as symbolized: stacks whose frames all name the same function, file, line, module
+// and inlining are one site even when their addresses differ (a call the compiler copied, as
+// when it unrolls a loop). Frames without a function are told apart by address. Stacks the
+// stacks file lacks are one site, "[stack missing]"; allocations without a stack another.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <boost/unordered/unordered_flat_map.hpp>
@@ -17,7 +23,7 @@ namespace memtrack::report {
 inline constexpr uint32_t kIgnoredSite = UINT32_MAX;
 
 struct Site {
-    uint64_t hash = 0;                           // the events' stack_hash; 0: captured without a stack
+    uint64_t hash = 0;                           // the first stack_hash seen of it; 0: without a stack
     const std::vector<Frame>* frames = nullptr;  // innermost first; null when the stacks file lacks it
     uint64_t calls = 0;                          // allocations made here
     uint64_t bytes = 0;                          // their sizes, summed
@@ -43,7 +49,8 @@ public:
 private:
     const StackTable& stacks_;
     const Filter& filter_;
-    boost::unordered_flat_map<uint64_t, uint32_t> index_;
+    boost::unordered_flat_map<uint64_t, uint32_t> index_;  // by hash
+    boost::unordered_flat_map<std::string, uint32_t> by_frames_;
     std::vector<Site> sites_;
 };
 

@@ -343,6 +343,30 @@ TEST_CASE("report: realloc is a free of old_addr and an allocation; missed frees
     CHECK(a.without_stack == 5);
 }
 
+TEST_CASE("report: stacks that differ only in addresses are one site") {
+    StackTable stacks;
+    auto frame = [](uint64_t ip, const char* function) { return Frame{ip, "/m", "", function, "f.c", 7, false}; };
+    stacks.add(1, {frame(0x10, "leaf"), frame(0x20, "main")});
+    stacks.add(2, {frame(0x10, "leaf"), frame(0x28, "main")});  // main's call copied (an unrolled loop)
+    stacks.add(3, {frame(0x30, ""), frame(0x20, "main")});      // no function: addresses tell apart
+    stacks.add(4, {frame(0x38, ""), frame(0x20, "main")});
+    Analyzer an(stacks, {}, 1);
+    for (uint64_t h : {1, 2, 3, 4, 5, 6}) an.add(event(EventKind::Malloc, h, h * 16, 10 * h, h));  // 5, 6: missing
+    const Analysis a = std::move(an).finish();
+    REQUIRE(a.sites.size() == 4);
+    CHECK(a.sites[0].hash == 1);
+    CHECK(a.sites[0].calls == 2);
+    CHECK(a.sites[0].bytes == 30);
+    CHECK(a.sites[1].hash == 3);
+    CHECK(a.sites[1].calls == 1);
+    CHECK(a.sites[2].hash == 4);
+    CHECK(a.sites[3].hash == 5);
+    CHECK(a.sites[3].frames == nullptr);
+    CHECK(a.sites[3].calls == 2);
+    CHECK(a.sites[3].bytes == 110);
+    CHECK(a.stack_missing == 2);
+}
+
 TEST_CASE("report: the timeline stays under its cap and keeps the peak") {
     Timeline t;
     for (uint64_t i = 0; i < 1'000'000; ++i) t.add(i * 997, i == 654'321 ? 1'000'000 : i % 1000);
