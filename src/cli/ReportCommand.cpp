@@ -1,5 +1,6 @@
 #include "cli/ReportCommand.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -66,12 +67,23 @@ LoadOptions load_options(const ReportOptions& opt) {
     return l;
 }
 
-// Writes next to the destination and renames, so a failed report never leaves a partial file.
+std::optional<std::string> write_to(std::FILE* f, const std::string& name, const std::string& data) {
+    if (std::fwrite(data.data(), 1, data.size(), f) != data.size() || std::fflush(f) != 0)
+        return fmt::format("writing to {} failed: {}", name, std::strerror(errno));
+    return std::nullopt;
+}
+
+// A regular file is written next to its place and renamed into it, so a failed report never
+// leaves a partial file; anything else (/dev/null, a fifo) is written in place.
 std::optional<std::string> write_output(const std::string& path, const std::string& data) {
-    if (path.empty()) {
-        if (std::fwrite(data.data(), 1, data.size(), stdout) != data.size() || std::fflush(stdout) != 0)
-            return "writing to stdout failed";
-        return std::nullopt;
+    if (path.empty()) return write_to(stdout, "stdout", data);
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+        std::FILE* f = std::fopen(path.c_str(), "wb");
+        if (!f) return fmt::format("cannot open {}: {}", path, std::strerror(errno));
+        auto err = write_to(f, path, data);
+        std::fclose(f);
+        return err;
     }
     const std::string tmp = path + ".tmp";
     {
