@@ -22,18 +22,20 @@ namespace memtrack::report {
 // frees of unknown blocks, counted nowhere.
 inline constexpr uint32_t kIgnoredSite = UINT32_MAX;
 
-struct Site {
-    uint64_t hash = 0;                           // the first stack_hash seen of it; 0: without a stack
-    const std::vector<Frame>* frames = nullptr;  // innermost first; null when the stacks file lacks it
-    uint64_t calls = 0;                          // allocations made here
-    uint64_t bytes = 0;                          // their sizes, summed
-    uint64_t live_bytes = 0;                     // live now (at the end: leaked)
+// The fields every event touches come first, in one cache line: with many sites, the site is
+// the second cache miss of most events (after the live map's).
+struct alignas(64) Site {
+    uint64_t live_bytes = 0;   // live now (at the end: leaked)
     uint64_t live_blocks = 0;
+    uint64_t peak_epoch = 0;   // PeakTracker's bookkeeping
     uint64_t peak_bytes = 0;   // live at the moment of the peak (PeakTracker)
     uint64_t peak_blocks = 0;
-    uint64_t peak_epoch = 0;   // PeakTracker's bookkeeping
+    uint64_t calls = 0;        // allocations made here
+    uint64_t bytes = 0;        // their sizes, summed
     uint64_t temporary_calls = 0;  // blocks freed soon after they were made (TemporaryDetector)
     uint64_t temporary_bytes = 0;
+    uint64_t hash = 0;                           // the first stack_hash seen of it; 0: without a stack
+    const std::vector<Frame>* frames = nullptr;  // innermost first; null when the stacks file lacks it
 };
 
 class SiteTable {
