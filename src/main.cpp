@@ -64,6 +64,9 @@ int main(int argc, char** argv) {
     t->add_option("--max-frames", track.max_frames, "frames per captured stack, 1..127 (default 64)");
     std::string stack_ring_size;
     t->add_option("--stack-ring-size", stack_ring_size, "stack ring bytes, a power of two (default 16M)");
+    bool no_summary = false;
+    t->add_flag("--no-summary", no_summary,
+                "do not print the summary (events, peak, leaked) at the end (or MEMTRACK_NO_SUMMARY=1)");
     t->add_option("command", track.command, "CMD [ARGS...] after --, or one string run with bash -c")->required();
 
     memtrack::DumpOptions dump;
@@ -126,6 +129,7 @@ int main(int argc, char** argv) {
         if (*t) {
             if (!ring_size.empty()) track.ring_size = parse_size(ring_size);
             if (!stack_ring_size.empty()) track.stack_ring_size = parse_size(stack_ring_size);
+            if (no_summary) track.summary = false;
             return memtrack::run_track(track);
         }
         if (*d) return memtrack::run_dump(dump);
