@@ -1,7 +1,5 @@
 #include "report/StackTable.hpp"
 
-#include <string_view>
-
 namespace memtrack::report {
 
 Result<StackTable> StackTable::load(const std::string& path) {
@@ -16,12 +14,6 @@ Result<StackTable> StackTable::load(const std::string& path) {
 const std::vector<Frame>* StackTable::find(uint64_t hash) const {
     auto it = stacks_.find(hash);
     return it == stacks_.end() ? nullptr : &it->second;
-}
-
-std::string stacks_path_for(const std::string& artifact) {
-    constexpr std::string_view kArtifact = ".MemtrackArtifact.msgpack";
-    if (!artifact.ends_with(kArtifact)) return {};
-    return artifact.substr(0, artifact.size() - kArtifact.size()) + ".MemtrackStacks.msgpack";
 }
 
 }  // namespace memtrack::report

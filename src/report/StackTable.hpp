@@ -29,8 +29,4 @@ private:
     std::unordered_map<uint64_t, std::vector<Frame>> stacks_;
 };
 
-// <prefix>.MemtrackArtifact.msgpack -> <prefix>.MemtrackStacks.msgpack; empty when `artifact`
-// is not so named.
-std::string stacks_path_for(const std::string& artifact);
-
 }  // namespace memtrack::report

@@ -75,6 +75,19 @@ std::string find_program(const std::string& name) {
     return {};
 }
 
+// The path of `name`, or empty after a SKIP line saying what is not checked without it.
+std::string optional_program(const std::string& name, const std::string& package, const std::string& unchecked) {
+    const std::string path = find_program(name);
+    if (path.empty()) MESSAGE("SKIP: " << name << " is not installed (apt-get install " << package << "): " << unchecked);
+    return path;
+}
+
+// `memtrack report --format FORMAT -o PATH`, which must succeed.
+void write_report(const std::string& artifact, const std::string& format, const std::string& path) {
+    RunResult r = report(artifact, {"--format", format, "-o", path});
+    REQUIRE_MESSAGE(r.status == 0, r.describe());
+}
+
 uint64_t file_size(const std::string& path) {
     struct stat st {};
     return ::stat(path.c_str(), &st) == 0 ? uint64_t(st.st_size) : 0;
@@ -201,13 +214,9 @@ TEST_CASE("report: a recording with known leaks, peak and temporaries, in every 
 
     SUBCASE("pprof, read back by go tool pprof") {
         const std::string profile = rec.dir / "heap.pb.gz";
-        RunResult r = report(artifact, {"--format", "pprof", "-o", profile});
-        REQUIRE_MESSAGE(r.status == 0, r.describe());
-        const std::string go = find_program("go");
-        if (go.empty()) {
-            MESSAGE("SKIP: go is not installed (apt-get install golang-go): pprof not read back");
-            return;
-        }
+        write_report(artifact, "pprof", profile);
+        const std::string go = optional_program("go", "golang-go", "pprof not read back");
+        if (go.empty()) return;
         RunResult raw = run({go, "tool", "pprof", "-raw", "-symbolize=none", profile}, std::chrono::seconds(300));
         REQUIRE_MESSAGE(raw.status == 0, raw.describe());
         CHECK_MESSAGE(raw.out.find("alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes") !=
@@ -228,13 +237,9 @@ TEST_CASE("report: a recording with known leaks, peak and temporaries, in every 
 
     SUBCASE("html, rendered by headless Chromium: not blank, shows the leak site") {
         const std::string page = rec.dir / "report.html";
-        RunResult r = report(artifact, {"--format", "html", "-o", page});
-        REQUIRE_MESSAGE(r.status == 0, r.describe());
-        const std::string chromium = find_program("chromium");
-        if (chromium.empty()) {
-            MESSAGE("SKIP: chromium is not installed (apt-get install chromium): html not rendered");
-            return;
-        }
+        write_report(artifact, "html", page);
+        const std::string chromium = optional_program("chromium", "chromium", "html not rendered");
+        if (chromium.empty()) return;
         TempDir profile;
         const std::vector<std::string> base{chromium, "--headless", "--no-sandbox", "--disable-gpu",
                                             "--disable-background-networking", "--disable-component-update",

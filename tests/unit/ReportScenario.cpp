@@ -5,18 +5,10 @@
 namespace memtrack::unittest {
 namespace {
 
+// `t_us` microseconds after kStart.
 Event ev(EventKind kind, int32_t pid, int32_t tid, uint64_t t_us, uint64_t addr, uint64_t size, uint64_t hash,
          std::optional<uint64_t> old_addr = std::nullopt) {
-    Event e;
-    e.kind = kind;
-    e.pid = pid;
-    e.tid = tid;
-    e.timestamp = kStart + t_us * 1000;
-    e.addr = addr;
-    e.size = kind == EventKind::Free ? 0 : size;
-    e.stack_hash = is_allocation(kind) ? hash : 0;
-    e.old_addr = old_addr;
-    return e;
+    return make_event(kind, pid, tid, kStart + t_us * 1000, addr, size, hash, old_addr);
 }
 
 Frame frame(uint64_t ip, const char* function, const char* file, uint32_t line, bool inlined = false,
@@ -25,6 +17,20 @@ Frame frame(uint64_t ip, const char* function, const char* file, uint32_t line, 
 }
 
 }  // namespace
+
+Event make_event(EventKind kind, int32_t pid, int32_t tid, uint64_t timestamp, uint64_t addr, uint64_t size,
+                 uint64_t hash, std::optional<uint64_t> old_addr) {
+    Event e;
+    e.kind = kind;
+    e.pid = pid;
+    e.tid = tid;
+    e.timestamp = timestamp;
+    e.addr = addr;
+    e.size = kind == EventKind::Free ? 0 : size;
+    e.stack_hash = is_allocation(kind) ? hash : 0;
+    e.old_addr = old_addr;
+    return e;
+}
 
 Scenario report_scenario() {
     using K = EventKind;

@@ -2,6 +2,7 @@
 // A small recorded session whose every figure is known (worked out in test_report.cpp): the
 // input of the report's unit tests and of its golden files (tests/golden/report/).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ struct Scenario {
 inline constexpr uint64_t kStart = 1'000'000'000;  // the first event's timestamp
 inline constexpr uint64_t kHashLeak = 0x1111, kHashPeak = 0x2222, kHashScratch = 0x3333, kHashMissing = 0x4444,
                           kHashChild = 0x5555;
+
+// An event as the artifact holds it: no size on a Free, no stack_hash off the allocations.
+Event make_event(EventKind kind, int32_t pid, int32_t tid, uint64_t timestamp, uint64_t addr, uint64_t size,
+                 uint64_t hash = 0, std::optional<uint64_t> old_addr = std::nullopt);
 
 Scenario report_scenario();
 // The same session before its last two events (the 20000 B block): --diff's BASE.

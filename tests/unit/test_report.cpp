@@ -63,18 +63,10 @@ std::vector<std::string> functions(const Site& s) {
     return out;
 }
 
+// One event of process 1, thread 1.
 Event event(EventKind kind, uint64_t t_ns, uint64_t addr, uint64_t size, uint64_t hash = 0,
             std::optional<uint64_t> old_addr = std::nullopt) {
-    Event e;
-    e.kind = kind;
-    e.pid = 1;
-    e.tid = 1;
-    e.timestamp = t_ns;
-    e.addr = addr;
-    e.size = size;
-    e.stack_hash = hash;
-    e.old_addr = old_addr;
-    return e;
+    return make_event(kind, 1, 1, t_ns, addr, size, hash, old_addr);
 }
 
 std::string golden_dir() { return REPORT_GOLDEN_DIR; }
