@@ -95,16 +95,17 @@ void header(const Analysis& a, const Style& st, std::string& out) {
     out += '\n';
     out += fmt::format("processes: {}{}\n", a.processes.size(), pids.empty() ? "" : fmt::format(" ({})", pids));
     out += fmt::format("duration: {}, {} events\n", human_duration(a.duration_ns), a.events);
-    out += fmt::format("{:<14}{:>12}{:>14}{:>16}\n", "type", "calls", "bytes", "bytes/s");
+    out += fmt::format("{:<14}{:>12}{:>12}{:>14}{:>14}\n", "type", "calls", "calls/s", "bytes", "bytes/s");
     for (size_t i = 0; i < a.kinds.size(); ++i) {
         const KindTotals& k = a.kinds[i];
         if (k.count == 0) continue;
         const EventKind kind = EventKind(size_t(EventKind::Malloc) + i);
         const bool sized = kind != EventKind::Free;
-        out += fmt::format("{:<14}{:>12}{:>14}{:>16}\n", artifact_name(kind), k.count,
+        const double seconds = double(a.duration_ns) / 1e9;
+        out += fmt::format("{:<14}{:>12}{:>12}{:>14}{:>14}\n", artifact_name(kind), k.count,
+                           a.duration_ns ? fmt::format("{:.0f}", double(k.count) / seconds) : "-",
                            sized ? fmt::format("{}", k.bytes) : "-",
-                           sized && a.duration_ns ? human_bytes(uint64_t(double(k.bytes) * 1e9 / double(a.duration_ns)))
-                                                  : "-");
+                           sized && a.duration_ns ? human_bytes(uint64_t(double(k.bytes) / seconds)) : "-");
     }
     out += fmt::format("heap allocations: {}{}, {} allocated{}, {} frees\n", a.calls, rate(a.calls, a.duration_ns, false),
                        bytes_and_human(a.bytes), rate(a.bytes, a.duration_ns, true), a.frees);
