@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "report/FrameNames.hpp"
 #include "report/Output.hpp"
 #include "profile.pb.h"
 
@@ -89,7 +90,7 @@ private:
     }
 
     uint64_t function(const Frame& f) {
-        const std::string name = f.function.empty() ? (f.module.empty() ? "[unknown]" : "[" + f.module + "]") : f.function;
+        const std::string name = frame_name(f);
         auto key = std::make_pair(name, f.file);
         auto [it, fresh] = functions_.try_emplace(key, uint64_t(functions_.size() + 1));
         if (fresh) {
