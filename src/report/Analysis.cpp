@@ -18,8 +18,11 @@ Analyzer::Analyzer(const StackTable& stacks, FilterOptions filter, uint64_t temp
 }
 
 ProcessTotals& Analyzer::process(int32_t pid) {
+    // Runs of events from one process are the rule: remember the last one looked up.
+    if (last_process_ && last_process_->pid == pid) return *last_process_;
     auto [it, fresh] = processes_.try_emplace(pid);
     if (fresh) it->second.pid = pid;
+    last_process_ = &it->second;  // valid until the next insertion, which replaces it
     return it->second;
 }
 

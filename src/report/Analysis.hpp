@@ -99,6 +99,7 @@ private:
     LiveMap live_;
     boost::unordered_flat_map<BlockKey, uint64_t, BlockKeyHash> mapped_;  // mmap address -> length
     boost::unordered_flat_map<int32_t, ProcessTotals> processes_;
+    ProcessTotals* last_process_ = nullptr;  // process()'s last answer
     std::array<SizeBucket, 65> sizes_{};
     bool started_ = false;
     Analysis a_;

@@ -5,6 +5,13 @@
 namespace memtrack::report {
 
 void Timeline::add(uint64_t time_ns, uint64_t bytes) {
+    // Most events fall in the bucket of the one before: no division for them.
+    if (time_ns - last_start_ns_ < width_ns_ && last_ < buckets_.size()) {
+        Bucket& b = buckets_[last_];
+        b.max = std::max(b.max, bytes);
+        b.last = bytes;
+        return;
+    }
     uint64_t i = time_ns / width_ns_;
     while (i >= kMaxPoints) {
         widen();
@@ -15,6 +22,8 @@ void Timeline::add(uint64_t time_ns, uint64_t bytes) {
     b.max = b.used ? std::max(b.max, bytes) : bytes;
     b.last = bytes;
     b.used = true;
+    last_ = i;
+    last_start_ns_ = i * width_ns_;
 }
 
 void Timeline::widen() {
@@ -29,6 +38,7 @@ void Timeline::widen() {
     }
     buckets_ = std::move(merged);
     width_ns_ *= 2;
+    last_ = SIZE_MAX;  // the next add() finds its bucket anew
 }
 
 std::vector<TimelinePoint> Timeline::points() const {

@@ -33,6 +33,8 @@ private:
 
     uint64_t width_ns_ = 1000;  // 1 us to start with
     std::vector<Bucket> buckets_;
+    size_t last_ = SIZE_MAX;       // the bucket of the latest add(), SIZE_MAX: none
+    uint64_t last_start_ns_ = 0;   // where it starts
 };
 
 }  // namespace memtrack::report
