@@ -2,7 +2,7 @@
 # memtrack's benchmarks, in one run (docs/BENCHMARKS.md shows a run and how to read it).
 #
 #   scripts/bench.sh [--overhead] [--pressure] [--drain] [--stacks] [--consumer] [--others]
-#                    [--reps N] [--scale F] [--system-libc] [--keep]
+#                    [--report] [--reps N] [--scale F] [--system-libc] [--keep]
 #
 # Sections (all of them when none is named):
 #   --overhead  each workload (flood, churn_c, churn_cxx) untracked and under memtrack (default,
@@ -19,6 +19,8 @@
 #   --others    untracked processes (a malloc loop, a syscall loop) beside a memtrack that tracks an
 #               idle command: alone, beside memtrack (per-process probes), beside
 #               --system-wide-probes; and what per-process probes cost a tracked shell's forks.
+#   --report    `memtrack report` on a synthetic recording of 50 M events (bench/report_artifact):
+#               events/s and max RSS per output format.
 # Options:
 #   --reps N       repetitions of every timed run; medians are reported (default 3)
 #   --scale F      multiply every workload size by F (e.g. 0.1 to try the script quickly)
@@ -45,6 +47,8 @@
 # allocation events memtrack counts (stats allocation_events of the --no-stacks runs).
 set -euo pipefail
 export LC_ALL=C
+# memtrack track's closing summary reads the artifact once more: not part of what is measured here.
+export MEMTRACK_NO_SUMMARY=1
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 BUILD="$ROOT/build"
@@ -66,7 +70,7 @@ ISOLATE=1
 KEEP=0
 while (($#)); do
     case "$1" in
-    --overhead | --pressure | --drain | --stacks | --consumer | --others) SECTION[${1#--}]=1 ;;
+    --overhead | --pressure | --drain | --stacks | --consumer | --others | --report) SECTION[${1#--}]=1 ;;
     --reps) REPS="${2:?--reps needs a number}"; shift ;;
     --scale) SCALE="${2:?--scale needs a factor}"; shift ;;
     --system-libc) ISOLATE=0 ;;
@@ -79,7 +83,7 @@ done
 [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "--reps must be a positive integer"
 [[ "$SCALE" =~ ^[0-9]*\.?[0-9]+$ ]] || die "--scale must be a positive number"
 if ((${#SECTION[@]} == 0)); then
-    for s in overhead others pressure drain stacks consumer; do SECTION[$s]=1; done
+    for s in overhead others pressure drain stacks consumer report; do SECTION[$s]=1; done
 fi
 on() { [[ -n "${SECTION[$1]:-}" ]]; }
 [[ $EUID -eq 0 ]] || die "needs root (memtrack, bpftrace and the trap floor load BPF programs)"
@@ -96,6 +100,7 @@ STORM_N=$(scaled 400000)        # the seed's storms: 8 threads x STORM_N, 16 pro
 CALLSITES_N=$(scaled 100000)    # callsites: malloc+free pairs
 CONSUMER_RECORDS=$(scaled 20000000)  # records through consumer_throughput
 FORKS_N=$(scaled 200)           # a tracked shell starting /bin/true FORKS_N times
+REPORT_EVENTS=$(scaled 50000000)  # events in the recording memtrack report reads
 SYSCALLS_N=$(scaled 500000)     # dd bs=1 count=SYSCALLS_N beside memtrack: 2 syscalls each
 
 # ---- build and peers, under the build lock ----
@@ -114,7 +119,7 @@ echo "bench: building (scripts/build.sh)" >&2
 build_t0=$EPOCHREALTIME
 "$ROOT/scripts/build.sh"
 BUILD_S=$(awk -v a="$build_t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
-for b in "$MEMTRACK" "$BIN/flood" "$BIN/churn_c" "$BIN/churn_cxx" "$BIN/callsites" "$BIN/trap_floor" "$BIN/consumer_throughput"; do
+for b in "$MEMTRACK" "$BIN/flood" "$BIN/churn_c" "$BIN/churn_cxx" "$BIN/callsites" "$BIN/trap_floor" "$BIN/consumer_throughput" "$BIN/report_artifact"; do
     [[ -x "$b" ]] || die "$b was not built"
 done
 
@@ -304,7 +309,7 @@ end_section() { echo; echo "($(fmt "$(elapsed_s "$section_t0" "$(now)")" '%.0f')
 echo "# memtrack benchmarks"
 echo
 echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "- command: scripts/bench.sh$( ((${#SECTION[@]} < 6)) && printf ' --%s' "${!SECTION[@]}") --reps $REPS --scale $SCALE$( ((ISOLATE)) || echo ' --system-libc')"
+echo "- command: scripts/bench.sh$( ((${#SECTION[@]} < 7)) && printf ' --%s' "${!SECTION[@]}") --reps $REPS --scale $SCALE$( ((ISOLATE)) || echo ' --system-libc')"
 # shellcheck source=/dev/null
 echo "- machine: $(nproc) cpu ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), kernel $(uname -r), $(. /etc/os-release && echo "$PRETTY_NAME")"
 echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg); other processes' uprobe_multi links: $(foreign_uprobe_links)"
@@ -759,6 +764,43 @@ if on consumer; then
     echo
     echo "M records per io CPU-s is what the pipeline sustains on a core of its own; records/s also depends on the"
     echo "feeder thread and the rest of the machine getting the other core ($(nproc) cpu(s) here)."
+    end_section
+fi
+
+# ---- report ----
+# `memtrack report` reading a recording made by bench/report_artifact (memtrack's own encoders):
+# one pass over the events, memory bounded by the live blocks and the distinct stacks.
+if on report; then
+    begin_section "Report"
+    rdir="$WORK/report"
+    mkdir -p "$rdir"
+    "$BIN/report_artifact" "$rdir/big" "$REPORT_EVENTS" >"$WORK/log/report_artifact.log" 2>&1 ||
+        die "bench/report_artifact failed: $(tail -n 1 "$WORK/log/report_artifact.log")"
+    formats=(json folded text pprof html)
+    for ((REP = 1; REP <= REPS; ++REP)); do
+        for format in "${formats[@]}"; do
+            rc=0
+            /usr/bin/time -f '%e %U %M' -o "$WORK/t/report.$format.$REP" "$MEMTRACK" report "$rdir/big.MemtrackArtifact.msgpack" \
+                --format "$format" -o "$rdir/out.$format" >/dev/null 2>"$WORK/log/report.$format.$REP.log" || rc=$?
+            ((rc == 0)) || echo "report --format $format rep $REP: exited with $rc ($(tail -n 1 "$WORK/log/report.$format.$REP.log"))" >>"$WORK/warnings"
+            awk '{ print $1 }' "$WORK/t/report.$format.$REP" | tail -n 1 >>"$WORK/t/report.$format.wall"
+            awk '{ print $2 }' "$WORK/t/report.$format.$REP" | tail -n 1 >>"$WORK/t/report.$format.user"
+            awk '{ print $3 }' "$WORK/t/report.$format.$REP" | tail -n 1 >>"$WORK/t/report.$format.rss"
+        done
+    done
+    echo "bench/report_artifact $REPORT_EVENTS: $(cat "$WORK/log/report_artifact.log")"
+    echo "\`memtrack report ARTIFACT --format F -o FILE\`, medians of $REPS runs (one thread; user CPU from GNU time):"
+    echo
+    echo "| format | wall (s) | user CPU (s) | M events/s (wall) | M events/s per CPU-s | max RSS (MiB) | output (KiB) |"
+    echo "|--------|---------:|-------------:|------------------:|---------------------:|--------------:|-------------:|"
+    for format in "${formats[@]}"; do
+        wall=$(median "$WORK/t/report.$format.wall")
+        user=$(median "$WORK/t/report.$format.user")
+        printf '| %-6s | %8s | %12s | %17s | %20s | %13s | %12s |\n' "$format" "$(fmt "$wall" '%.2f')" "$(fmt "$user" '%.2f')" \
+            "$(fmt "$(calc "$REPORT_EVENTS / $wall / 1e6")" '%.2f')" "$(fmt "$(calc "$REPORT_EVENTS / $user / 1e6")" '%.2f')" \
+            "$(fmt "$(calc "$(median "$WORK/t/report.$format.rss") / 1024")" '%.0f')" \
+            "$(fmt "$(calc "$(stat -c %s "$rdir/out.$format" 2>/dev/null || echo nan) / 1024")" '%.0f')"
+    done
     end_section
 fi
 

@@ -36,6 +36,7 @@
 #include "process/StopGuard.hpp"
 #include "process/HoldMaps.hpp"
 #include "process/ProcessHolds.hpp"
+#include "report/TrackSummary.hpp"
 #include "ring/RingView.hpp"
 #include "symbols/Resolver.hpp"
 
@@ -393,6 +394,7 @@ int run_track(const TrackOptions& opt_in) {
     TrackOptions opt = opt_in;
     if (opt.stats_file.empty())
         if (const char* env = std::getenv("MEMTRACK_STATS")) opt.stats_file = env;
+    if (const char* env = std::getenv("MEMTRACK_NO_SUMMARY"); env && std::string_view(env) == "1") opt.summary = false;
     check_options(opt);
     require_bpf_privileges();
     const auto argv = command_argv(opt.command);
@@ -484,6 +486,7 @@ int run_track(const TrackOptions& opt_in) {
         log::error("cannot run {}: {}", argv[0], std::strerror(err));
         return err == ENOENT ? 127 : 126;
     }
+    if (opt.summary) report::print_track_summary(artifact_path);
     return status;
 }
 
