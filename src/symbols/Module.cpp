@@ -43,7 +43,7 @@ std::optional<uint64_t> Module::to_address(uint64_t file_offset) const {
     return std::nullopt;
 }
 
-const CuScopes& Module::scopes_of(Dwarf_Die* cudie) {
+CuScopes& Module::scopes_of(Dwarf_Die* cudie) {
     const uint64_t key = dwarf_dieoffset(cudie);
     auto it = cu_scopes_.find(key);
     if (it == cu_scopes_.end()) it = cu_scopes_.emplace(key, CuScopes::build(cudie)).first;

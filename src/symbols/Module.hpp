@@ -53,7 +53,7 @@ public:
     size_t symbols() const { return symbols_.size(); }
 
 private:
-    const CuScopes& scopes_of(Dwarf_Die* cudie);
+    CuScopes& scopes_of(Dwarf_Die* cudie);
 
     std::unique_ptr<Dwfl, DwflDeleter> dwfl_;
     Dwfl_Module* mod_ = nullptr;
