@@ -8,8 +8,6 @@
 // time an address falls in it, as in a real run), then N other distinct addresses (pass 2: every
 // unit met already). Rates are addresses per CPU-second of the resolving thread
 // (CLOCK_THREAD_CPUTIME_ID), so they mean "per core" whatever else the machine runs.
-#include <time.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -28,12 +26,6 @@
 
 namespace memtrack::bench {
 namespace {
-
-uint64_t thread_cpu_ns() {
-    timespec ts{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
 
 struct Pass {
     double cpu_s = 0;

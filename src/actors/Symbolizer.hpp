@@ -3,6 +3,13 @@
 // mappings snapshot of every process seen, the consumer side of the stack batch queue, and the
 // resumption of processes paused until their mappings were read (snapshot_stopped).
 // Accepts: notify(), flush_through(pos, done), finish(done) (from BatchSink).
+//
+// When symbolizing lags behind a flood of new stacks, nothing is dropped and memory stays
+// bounded: batches wait in the stack queue (64 batches of at most --chunk-records stacks); once
+// it is full the stacks consumer stops reading, the stacks ring fills, and at its stop watermark
+// BPF pauses the processes that send new stacks (pressure) until the queue drains. The resolver's
+// own memory is bounded too: one index per module, a bounded address cache.
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -10,6 +17,7 @@
 #include <unordered_set>
 
 #include "actors/BatchSink.hpp"
+#include "actors/SymbolizerCounters.hpp"
 #include "format/ZstdFileWriter.hpp"
 #include "process/StopRelease.hpp"
 #include "symbols/ProcessMaps.hpp"
@@ -21,9 +29,11 @@ class Stats;
 
 class Symbolizer : public BatchSink {
 public:
-    // `resolver` may already be preloading modules (Resolver::preload).
+    // `resolver` may already be preloading modules (Resolver::preload). `delay_per_stack` is a
+    // testing knob (--symbolize-delay-us): a symbolizer that lags.
     Symbolizer(boost::asio::io_context& io, BatchQueue& in, ZstdFileWriter stacks_file, Stats& stats,
-               int snapshot_map_fd, StopMaps stop_maps, std::unique_ptr<Resolver> resolver = nullptr);
+               int snapshot_map_fd, StopMaps stop_maps, std::unique_ptr<Resolver> resolver = nullptr,
+               std::chrono::microseconds delay_per_stack = {});
 
 private:
     // Touched only on the strand.
@@ -37,6 +47,8 @@ private:
     int snapshot_map_fd_;
     StopMaps stop_maps_;
     std::unique_ptr<Resolver> resolver_;
+    std::chrono::microseconds delay_per_stack_;
+    SymbolizerCounters counters_;
     std::unordered_map<int32_t, ProcessMaps> maps_;
     std::unordered_set<uint64_t> written_;  // a stack sent twice (LRU eviction) is written once
     std::string buf_;

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/Clock.hpp"
 #include "symbols/FileMaps.hpp"
 #include "symbols/Resolver.hpp"
 
@@ -64,11 +65,6 @@ std::vector<Function> generated_functions(const std::string& path) {
     return out;
 }
 
-uint64_t thread_cpu_ns() {
-    timespec ts{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
 
 // `count` distinct return addresses inside the functions, spread over as many of them as the
 // count allows. resolve() looks at ip - 1, so ip - 1 stays inside the function.
