@@ -55,19 +55,21 @@ std::vector<Frame> Module::lookup(uint64_t addr) {
     std::string symbol;
     if (const char* name = symbols_.find(addr)) symbol = demangle(name);
 
-    std::string file;
-    uint32_t line = 0;
-    if (Dwfl_Line* l = dwfl_module_getsrc(mod_, addr)) {
-        int lineno = 0;
-        if (const char* src = dwfl_lineinfo(l, nullptr, &lineno, nullptr, nullptr, nullptr)) file = src;
-        if (lineno > 0) line = uint32_t(lineno);
-    }
-
     std::vector<Frame> frames;
     std::string container;  // the DWARF subprogram's name
+    std::string file;
+    uint32_t line = 0;
     Dwarf_Addr dwarf_bias = 0;
-    if (Dwarf_Die* cudie = dwfl_module_addrdie(mod_, addr, &dwarf_bias))
+    if (Dwarf_Die* cudie = dwfl_module_addrdie(mod_, addr, &dwarf_bias)) {
+        // The unit's line table, decoded once by libdw and binary-searched (what
+        // dwfl_module_getsrc does after finding the unit again).
+        if (Dwarf_Line* l = dwarf_getsrc_die(cudie, addr - dwarf_bias)) {
+            int lineno = 0;
+            if (const char* src = dwarf_linesrc(l, nullptr, nullptr)) file = src;
+            if (dwarf_lineno(l, &lineno) == 0 && lineno > 0) line = uint32_t(lineno);
+        }
         scopes_of(cudie).inlined_frames(addr - dwarf_bias, frames, container, file, line);
+    }
 
     Frame outer;
     // DWARF's name first: a symbol may be a compiler clone ("f(int) [clone .cold]"), DWARF names
