@@ -2,7 +2,7 @@
 
 #include <dwarf.h>
 
-#include <algorithm>
+#include "symbols/RangeSearch.hpp"
 
 namespace memtrack {
 namespace {
@@ -44,39 +44,38 @@ bool holds_definitions(int tag) {
 
 }  // namespace
 
+// In DIE order (recursion into namespaces and classes, not a work list): among functions that
+// start at one address the first in DIE order is the one dwarf_getscopes named.
+void CuScopes::collect(Dwarf_Die* parent) {
+    Dwarf_Die child;
+    if (dwarf_child(parent, &child) != 0) return;
+    do {
+        const int tag = dwarf_tag(&child);
+        if (holds_definitions(tag)) {
+            collect(&child);
+            continue;
+        }
+        if (tag != DW_TAG_subprogram) continue;
+        const auto function = uint32_t(functions_.size());
+        Dwarf_Addr base = 0, lo = 0, hi = 0;
+        for (ptrdiff_t off = 0; (off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0;)
+            if (hi > lo) ranges_.push_back({lo, hi, function});
+        if (!ranges_.empty() && ranges_.back().function == function) functions_.push_back({child, nullptr});
+    } while (dwarf_siblingof(&child, &child) == 0);
+}
+
 CuScopes CuScopes::build(Dwarf_Die* cudie) {
     CuScopes s;
-    // Depth-first over the definition scopes, one level of DIEs at a time.
-    std::vector<Dwarf_Die> parents{*cudie};
-    while (!parents.empty()) {
-        Dwarf_Die parent = parents.back();
-        parents.pop_back();
-        Dwarf_Die child;
-        if (dwarf_child(&parent, &child) != 0) continue;
-        do {
-            const int tag = dwarf_tag(&child);
-            if (holds_definitions(tag)) {
-                parents.push_back(child);
-                continue;
-            }
-            if (tag != DW_TAG_subprogram) continue;
-            const auto function = uint32_t(s.functions_.size());
-            Dwarf_Addr base = 0, lo = 0, hi = 0;
-            for (ptrdiff_t off = 0; (off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0;)
-                if (hi > lo) s.ranges_.push_back({lo, hi, function});
-            if (!s.ranges_.empty() && s.ranges_.back().function == function) s.functions_.push_back({child, nullptr});
-        } while (dwarf_siblingof(&child, &child) == 0);
-    }
-    std::sort(s.ranges_.begin(), s.ranges_.end(), [](const Range& a, const Range& b) { return a.lo < b.lo; });
+    s.collect(cudie);
+    sort_by_start(s.ranges_);
     return s;
 }
 
 void CuScopes::inlined_frames(uint64_t pc, std::vector<Frame>& frames, std::string& function, std::string& file,
                               uint32_t& line) {
-    const auto it =
-        std::upper_bound(ranges_.begin(), ranges_.end(), pc, [](uint64_t v, const Range& r) { return v < r.lo; });
-    if (it == ranges_.begin() || pc >= std::prev(it)->hi) return;
-    Function& f = functions_[std::prev(it)->function];
+    const auto it = first_containing(ranges_.begin(), ranges_.end(), pc);
+    if (it == ranges_.end()) return;
+    Function& f = functions_[it->function];
     if (!f.tree) f.tree = std::make_unique<ScopeTree>(ScopeTree::build(&f.die));
     ScopeTree& tree = *f.tree;
 

@@ -29,6 +29,8 @@ public:
                         uint32_t& line);
 
 private:
+    void collect(Dwarf_Die* parent);
+
     struct Range {
         uint64_t lo = 0;
         uint64_t hi = 0;  // exclusive

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "symbols/Demangle.hpp"
+#include "symbols/RangeSearch.hpp"
 
 namespace memtrack {
 namespace {
@@ -66,7 +67,7 @@ void ScopeTree::add_children(uint32_t parent) {
             if (any) nodes_.push_back({child, tag, 0, 0, false, {}});
         } while (dwarf_siblingof(&child, &child) == 0);
     }
-    std::sort(mine.begin(), mine.end(), [](const Span& a, const Span& b) { return a.lo < b.lo; });
+    sort_by_start(mine);
     nodes_[parent].first_span = uint32_t(spans_.size());
     nodes_[parent].spans = uint32_t(mine.size());
     spans_.insert(spans_.end(), mine.begin(), mine.end());
@@ -85,9 +86,9 @@ void ScopeTree::chain(uint64_t pc, std::vector<uint32_t>& out) const {
     for (uint32_t node = kRoot;;) {
         const Node& n = nodes_[node];
         const auto begin = spans_.begin() + n.first_span, end = begin + n.spans;
-        const auto it = std::upper_bound(begin, end, pc, [](uint64_t v, const Span& s) { return v < s.lo; });
-        if (it == begin || pc >= std::prev(it)->hi) return;
-        node = std::prev(it)->node;
+        const auto it = first_containing(begin, end, pc);
+        if (it == end) return;
+        node = it->node;
         if (nodes_[node].tag == DW_TAG_subprogram) out.clear();
         out.push_back(node);
     }

@@ -21,8 +21,9 @@ public:
 
     // The (mangled) name of the function symbol containing `addr`, or nullptr. As libdwfl
     // chooses: a symbol with a size contains [start, start + size); one without a size reaches
-    // to the next symbol, unless a sized one contains the address; at one address, a global
-    // name wins over a weak one, a weak one over a local one.
+    // to the next symbol within its section, unless a sized one contains the address; at one
+    // address, a global name wins over a weak one, a weak one over a local one, then the
+    // smaller, then the first in the table's order (globals first).
     const char* find(uint64_t addr) const;
 
     size_t size() const { return starts_.size(); }
@@ -31,7 +32,7 @@ private:
     static constexpr uint32_t kNoParent = UINT32_MAX;
     // Parallel arrays, so the binary search touches only `starts_`.
     std::vector<uint64_t> starts_;
-    std::vector<uint64_t> ends_;  // == start for a symbol without a size
+    std::vector<uint64_t> ends_;  // a symbol without a size: its section's end
     std::vector<const char*> names_;
     // The innermost earlier symbol whose range contains this one's start: where an address
     // past the end of a nested symbol (a local label with a size inside a function) belongs.
