@@ -2,7 +2,7 @@
 # memtrack's benchmarks, in one run (docs/BENCHMARKS.md shows a run and how to read it).
 #
 #   scripts/bench.sh [--overhead] [--pressure] [--drain] [--stacks] [--symbols] [--consumer] [--others]
-#                    [--reps N] [--scale F] [--system-libc] [--keep]
+#                    [--report] [--reps N] [--scale F] [--system-libc] [--keep]
 #
 # Sections (all of them when none is named):
 #   --overhead  each workload (flood, churn_c, churn_cxx) untracked and under memtrack (default,
@@ -10,7 +10,8 @@
 #               uprobe script), valgrind massif, and the trap floor (bench/trap_floor: empty BPF
 #               programs on memtrack's probes, at its placed offsets and at the entries).
 #   --pressure  a small ring and a slowed consumer, resume at 25 % (default) vs resume at empty;
-#               paused fraction at default settings; a ring-size sweep.
+#               paused fraction at default settings; a ring-size sweep; the seed's experiments
+#               (8 threads, and 16 processes, x 400000 malloc+free, stacks on, drains every 0.5 s).
 #   --drain     `memtrack ctl drain` latency during a flood, default consumer and slowed ones.
 #   --stacks    ring bytes per allocation event with few and many call stacks, the estimate
 #               without deduplication, the symbolizer's throughput, the cost of stack capture.
@@ -23,6 +24,8 @@
 #   --others    untracked processes (a malloc loop, a syscall loop) beside a memtrack that tracks an
 #               idle command: alone, beside memtrack (per-process probes), beside
 #               --system-wide-probes; and what per-process probes cost a tracked shell's forks.
+#   --report    `memtrack report` on a synthetic recording of 50 M events (bench/report_artifact):
+#               events/s and max RSS per output format.
 # Options:
 #   --reps N       repetitions of every timed run; medians are reported (default 3)
 #   --scale F      multiply every workload size by F (e.g. 0.1 to try the script quickly)
@@ -49,6 +52,8 @@
 # allocation events memtrack counts (stats allocation_events of the --no-stacks runs).
 set -euo pipefail
 export LC_ALL=C
+# memtrack track's closing summary reads the artifact once more: not part of what is measured here.
+export MEMTRACK_NO_SUMMARY=1
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 BUILD="$ROOT/build"
@@ -70,7 +75,7 @@ ISOLATE=1
 KEEP=0
 while (($#)); do
     case "$1" in
-    --overhead | --pressure | --drain | --stacks | --symbols | --consumer | --others) SECTION[${1#--}]=1 ;;
+    --overhead | --pressure | --drain | --stacks | --symbols | --consumer | --others | --report) SECTION[${1#--}]=1 ;;
     --reps) REPS="${2:?--reps needs a number}"; shift ;;
     --scale) SCALE="${2:?--scale needs a factor}"; shift ;;
     --system-libc) ISOLATE=0 ;;
@@ -83,7 +88,7 @@ done
 [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "--reps must be a positive integer"
 [[ "$SCALE" =~ ^[0-9]*\.?[0-9]+$ ]] || die "--scale must be a positive number"
 if ((${#SECTION[@]} == 0)); then
-    for s in overhead others pressure drain stacks symbols consumer; do SECTION[$s]=1; done
+    for s in overhead others pressure drain stacks symbols consumer report; do SECTION[$s]=1; done
 fi
 on() { [[ -n "${SECTION[$1]:-}" ]]; }
 [[ $EUID -eq 0 ]] || die "needs root (memtrack, bpftrace and the trap floor load BPF programs)"
@@ -96,9 +101,11 @@ CHURN_CXX_N=$(scaled 4000)      # churn_cxx: rounds of about 27 operator new/del
 PRESSURE_N=$(scaled 50000)      # flood 2 PRESSURE_N under a 64 KiB ring and a slowed consumer
 DEFAULT_N=$(scaled 100000)      # flood 2 DEFAULT_N at default settings
 DRAIN_N=$(scaled 200000)        # flood 2 DRAIN_N while drains are timed
+STORM_N=$(scaled 400000)        # the seed's storms: 8 threads x STORM_N, 16 processes x STORM_N
 CALLSITES_N=$(scaled 100000)    # callsites: malloc+free pairs
 CONSUMER_RECORDS=$(scaled 20000000)  # records through consumer_throughput
 FORKS_N=$(scaled 200)           # a tracked shell starting /bin/true FORKS_N times
+REPORT_EVENTS=$(scaled 50000000)  # events in the recording memtrack report reads
 SYSCALLS_N=$(scaled 500000)     # dd bs=1 count=SYSCALLS_N beside memtrack: 2 syscalls each
 SYMBOL_ADDRS=$(scaled 100000)   # symbol_throughput: distinct addresses per pass and file
 NODE_N=$(scaled 1000000)        # the node script's objects (issue 16's command at --scale 1)
@@ -121,7 +128,7 @@ build_t0=$EPOCHREALTIME
 "$ROOT/scripts/build.sh"
 BUILD_S=$(awk -v a="$build_t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
 for b in "$MEMTRACK" "$BIN/flood" "$BIN/churn_c" "$BIN/churn_cxx" "$BIN/callsites" "$BIN/trap_floor" "$BIN/consumer_throughput" \
-    "$BIN/symbol_throughput"; do
+    "$BIN/report_artifact" "$BIN/symbol_throughput"; do
     [[ -x "$b" ]] || die "$b was not built"
 done
 
@@ -258,6 +265,37 @@ mt_run() { # TAG MEMTRACK-OPTIONS... -- CMD...
     return 0
 }
 
+percentile() { # FILE P -> the P-th percentile (nearest rank) of the numbers in FILE
+    sort -g "$1" | awk -v p="$2" '{ v[NR] = $1 } END { if (NR == 0) { print "nan"; exit } i = int(p * NR + 0.999999); if (i < 1) i = 1; if (i > NR) i = NR; print v[i] }'
+}
+# storm_run TAG MEMTRACK-OPTIONS... -- CMD...: mt_run with --socket, timing `memtrack ctl drain`
+# every 0.5 s while it runs (milliseconds, one a line, to $WORK/t/TAG.drain).
+storm_run() {
+    local tag="$1" sock="$WORK/storm.sock" rc=0 t0 t1 d0 d1 pid
+    shift
+    local stats="$WORK/stats/${tag}__r$REP.json" log="$WORK/log/${tag}__r$REP.log"
+    rm -f "$sock"
+    t0=$(now)
+    "$MEMTRACK" track --socket "$sock" -o "$WORK/out" --stats "$stats" "$@" >/dev/null 2>"$log" &
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep 0.5
+        d0=$(now)
+        "$MEMTRACK" ctl --socket "$sock" --timeout 60 drain >/dev/null 2>&1 || continue
+        d1=$(now)
+        awk -v a="$d0" -v b="$d1" 'BEGIN { printf "%.6f\n", (b - a) * 1e3 }' >>"$WORK/t/$tag.drain"
+    done
+    wait "$pid" || rc=$?
+    t1=$(now)
+    elapsed_s "$t0" "$t1" >>"$WORK/t/$tag"
+    rm -rf "$WORK/out" && mkdir -p "$WORK/out"
+    if ((rc != 0)); then
+        echo "bench: warning: memtrack $* exited with $rc" >&2
+        echo "$tag rep $REP: exited with $rc ($(grep -m1 -e dropped -e error "$log" || true))" >>"$WORK/warnings"
+    fi
+    return 0
+}
+
 fmt() { awk -v v="$1" -v f="$2" 'BEGIN { if (v == "nan" || v == "") print "n/a"; else printf f, v }'; }
 # calc EXPR: awk arithmetic; nan when an operand is missing (nan) or on division by zero.
 calc() {
@@ -281,7 +319,7 @@ end_section() { echo; echo "($(fmt "$(elapsed_s "$section_t0" "$(now)")" '%.0f')
 echo "# memtrack benchmarks"
 echo
 echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "- command: scripts/bench.sh$( ((${#SECTION[@]} < 7)) && printf ' --%s' "${!SECTION[@]}") --reps $REPS --scale $SCALE$( ((ISOLATE)) || echo ' --system-libc')"
+echo "- command: scripts/bench.sh$( ((${#SECTION[@]} < 8)) && printf ' --%s' "${!SECTION[@]}") --reps $REPS --scale $SCALE$( ((ISOLATE)) || echo ' --system-libc')"
 # shellcheck source=/dev/null
 echo "- machine: $(nproc) cpu ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), kernel $(uname -r), $(. /etc/os-release && echo "$PRETTY_NAME")"
 echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg); other processes' uprobe_multi links: $(foreign_uprobe_links)"
@@ -533,6 +571,55 @@ if on pressure; then
                 "$(fmt "$(stat_median "$p" .dropped)" '%.0f')" "$(fmt "$(calc "$(tail -n1 "$WORK/log/${p}__r1.log.rss") / 1024")" '%.0f')"
         done
     done
+    echo
+    # The seed's experiments: alloc_storm (8 threads released by a barrier, each STORM_N
+    # malloc+free) and alloc_storm_procs (16 processes), stacks on, with `memtrack ctl drain` every
+    # 0.5 s (each timed), at default settings and with a slowed consumer, resuming at 1/4 or at empty.
+    declare -A SCFG=([defaults]="" [slowed]="--ring-size 1M --consumer-delay-us 2000")
+    declare -A SDELAY=([defaults]=0 [slowed]=2000)
+    declare -A SCMD=([threads]="1 $STORM_N 8" [procs]="16 $STORM_N 1")
+    for ((REP = 1; REP <= REPS; ++REP)); do
+        for w in threads procs; do
+            for c in defaults slowed; do
+                for v in quarter empty; do
+                    resume=()
+                    [[ $v == empty ]] && resume=(--resume-fill 0)
+                    # shellcheck disable=SC2086  # options and the command's arguments are words
+                    storm_run "storm_${w}_${c}_$v" ${SCFG[$c]} ${resume[@]+"${resume[@]}"} -- "$BIN/flood" ${SCMD[$w]}
+                done
+            done
+        done
+    done
+    echo "The seed's experiments: \`flood 1 $STORM_N 8\` (8 threads, alloc_storm) and \`flood 16 $STORM_N\` (16 processes,"
+    echo "alloc_storm_procs), stacks on, \`memtrack ctl drain\` every 0.5 s. The consumer-bound limit is records x (chunk p50 +"
+    echo "the per-chunk delay) / 1024: the time the consumer alone needs. Consumer idle: the events consumer waiting on an"
+    echo "empty ring. Medians of $REPS runs."
+    echo
+    echo "| workload | settings | resume at | wall (s) | consumer-bound limit (s) | wall / limit | pause per stop p50 / p99 (ms) | consumer idle (s) | paused_fraction | drain p50 / p99 (ms) | stops = resumes | dropped |"
+    echo "|----------|----------|-----------|---------:|-------------------------:|-------------:|------------------------------:|------------------:|----------------:|---------------------:|----------------:|--------:|"
+    for w in threads procs; do
+        for c in defaults slowed; do
+            for v in quarter empty; do
+                p="storm_${w}_${c}_$v"
+                wall=$(median "$WORK/t/$p")
+                limit=$(stat_median "$p" "(.records * (.chunk_ms.p50 + ${SDELAY[$c]} / 1000) / 1000 / 1024)")
+                printf '| %-8s | %-8s | %-9s | %8s | %24s | %12s | %29s | %17s | %15s | %20s | %15s | %7s |\n' "$w" "$c" \
+                    "$([[ $v == empty ]] && echo "empty" || echo "1/4")" "$(fmt "$wall" '%.2f')" "$(fmt "$limit" '%.2f')" \
+                    "$(fmt "$(calc "$wall / $limit")" '%.2f')" \
+                    "$(fmt "$(stat_median "$p" .stop_to_resume_ms.p50)" '%.1f') / $(fmt "$(stat_median "$p" .stop_to_resume_ms.p99)" '%.1f')" \
+                    "$(fmt "$(stat_median "$p" .consumer_idle_s)" '%.3f')" "$(fmt "$(stat_median "$p" .paused_fraction)" '%.3f')" \
+                    "$(fmt "$(percentile "$WORK/t/$p.drain" 0.5)" '%.1f') / $(fmt "$(percentile "$WORK/t/$p.drain" 0.99)" '%.1f')" \
+                    "$(stat_median "$p" 'if .pressure_stops == .pressure_resumes then 1 else 0 end' | awk '{ print ($1 == 1 ? "yes" : "NO") }')" \
+                    "$(fmt "$(stat_median "$p" .dropped)" '%.0f')"
+            done
+        done
+    done
+    for w in threads procs; do
+        echo
+        echo "Wall-time ratio resume-at-empty / resume-at-1/4, $w, slowed consumer:" \
+            "$(fmt "$(calc "$(median "$WORK/t/storm_${w}_slowed_empty") / $(median "$WORK/t/storm_${w}_slowed_quarter")")" '%.2f')x;" \
+            "pause per stop p50 ratio: $(fmt "$(calc "$(stat_median "storm_${w}_slowed_empty" .stop_to_resume_ms.p50) / $(stat_median "storm_${w}_slowed_quarter" .stop_to_resume_ms.p50)")" '%.2f')x"
+    done
     end_section
 fi
 
@@ -561,9 +648,6 @@ drain_run() {
     done
     wait "$pid" || echo "$tag: memtrack exited with $? ($(grep -m1 -e dropped -e error "$log" || true))" >>"$WORK/warnings"
     rm -rf "$WORK/out" && mkdir -p "$WORK/out"
-}
-percentile() { # FILE P -> the P-th percentile (nearest rank) of the numbers in FILE
-    sort -g "$1" | awk -v p="$2" '{ v[NR] = $1 } END { if (NR == 0) { print "nan"; exit } i = int(p * NR + 0.999999); if (i < 1) i = 1; if (i > NR) i = NR; print v[i] }'
 }
 # The consumer's read rate while it reads (records/s), and with the testing delay per chunk.
 consumer_rate() { # STATS-FILE DELAY-US
@@ -738,6 +822,43 @@ if on consumer; then
     echo
     echo "M records per io CPU-s is what the pipeline sustains on a core of its own; records/s also depends on the"
     echo "feeder thread and the rest of the machine getting the other core ($(nproc) cpu(s) here)."
+    end_section
+fi
+
+# ---- report ----
+# `memtrack report` reading a recording made by bench/report_artifact (memtrack's own encoders):
+# one pass over the events, memory bounded by the live blocks and the distinct stacks.
+if on report; then
+    begin_section "Report"
+    rdir="$WORK/report"
+    mkdir -p "$rdir"
+    "$BIN/report_artifact" "$rdir/big" "$REPORT_EVENTS" >"$WORK/log/report_artifact.log" 2>&1 ||
+        die "bench/report_artifact failed: $(tail -n 1 "$WORK/log/report_artifact.log")"
+    formats=(json folded text pprof html)
+    for ((REP = 1; REP <= REPS; ++REP)); do
+        for format in "${formats[@]}"; do
+            rc=0
+            /usr/bin/time -f '%e %U %M' -o "$WORK/t/report.$format.$REP" "$MEMTRACK" report "$rdir/big.MemtrackArtifact.msgpack" \
+                --format "$format" -o "$rdir/out.$format" >/dev/null 2>"$WORK/log/report.$format.$REP.log" || rc=$?
+            ((rc == 0)) || echo "report --format $format rep $REP: exited with $rc ($(tail -n 1 "$WORK/log/report.$format.$REP.log"))" >>"$WORK/warnings"
+            awk '{ print $1 }' "$WORK/t/report.$format.$REP" | tail -n 1 >>"$WORK/t/report.$format.wall"
+            awk '{ print $2 }' "$WORK/t/report.$format.$REP" | tail -n 1 >>"$WORK/t/report.$format.user"
+            awk '{ print $3 }' "$WORK/t/report.$format.$REP" | tail -n 1 >>"$WORK/t/report.$format.rss"
+        done
+    done
+    echo "bench/report_artifact $REPORT_EVENTS: $(cat "$WORK/log/report_artifact.log")"
+    echo "\`memtrack report ARTIFACT --format F -o FILE\`, medians of $REPS runs (one thread; user CPU from GNU time):"
+    echo
+    echo "| format | wall (s) | user CPU (s) | M events/s (wall) | M events/s per CPU-s | max RSS (MiB) | output (KiB) |"
+    echo "|--------|---------:|-------------:|------------------:|---------------------:|--------------:|-------------:|"
+    for format in "${formats[@]}"; do
+        wall=$(median "$WORK/t/report.$format.wall")
+        user=$(median "$WORK/t/report.$format.user")
+        printf '| %-6s | %8s | %12s | %17s | %20s | %13s | %12s |\n' "$format" "$(fmt "$wall" '%.2f')" "$(fmt "$user" '%.2f')" \
+            "$(fmt "$(calc "$REPORT_EVENTS / $wall / 1e6")" '%.2f')" "$(fmt "$(calc "$REPORT_EVENTS / $user / 1e6")" '%.2f')" \
+            "$(fmt "$(calc "$(median "$WORK/t/report.$format.rss") / 1024")" '%.0f')" \
+            "$(fmt "$(calc "$(stat -c %s "$rdir/out.$format" 2>/dev/null || echo nan) / 1024")" '%.0f')"
+    done
     end_section
 fi
 

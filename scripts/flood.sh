@@ -2,10 +2,19 @@
 # The back-pressure stress test: K writers flooding a small ring read by a slowed consumer,
 # under memtrack, then checks that nothing was lost and nothing was left paused.
 #
-#   scripts/flood.sh [-k K] [-n N] [-r RING] [-d DELAY_US] [-s|--no-stacks] [-t TIMEOUT_S]
-#                    [-- extra memtrack track arguments]
+#   scripts/flood.sh [-k K] [-n N] [-T THREADS] [-r RING] [-d DELAY_US] [-D DRAIN_S] [-b BUSY]
+#                    [-R REPS] [-s|--no-stacks] [-t TIMEOUT_S] [-- extra memtrack track arguments]
+#   scripts/flood.sh --threads [-R REPS]
 #
 #   -k K            writers (default 4); writer k makes N malloc+free pairs of size 1000 + k
+#   -T THREADS      threads per writer (default 1): thread j of writer k makes N pairs of size
+#                   2000 + k * THREADS + j
+#   -D DRAIN_S      `memtrack ctl drain` every DRAIN_S seconds while it runs (default: none)
+#   -b BUSY         BUSY competing busy loops while it runs (default 0)
+#   -R REPS         the run REPS times, stopping at the first failure (default 1)
+#   --threads       the multi-threaded race hunt: REPS (default 100) runs cycling through 8, 32
+#                   and 64 threads in one writer and 4 x 16 threads, 64K to 4M rings, slowed
+#                   consumers, drains every 0.1 s and a competing busy loop
 #   -n N            iterations per writer (default 200000)
 #   -r RING         --ring-size (default 1M)
 #   -d DELAY_US     --consumer-delay-us (default 200)
@@ -40,14 +49,25 @@ die() {
 
 K=4
 N=200000
+T=1
 RING=1M
 DELAY=200
+DRAIN=""
+BUSY=0
+REPS=""
+THREADS_HUNT=0
 TIMEOUT=600
 STACKS=()
 EXTRA=()
+ARGS=("$@")
 while (($#)); do
     case "$1" in
         -k) (($# >= 2)) || die "-k needs a value"; K="$2"; shift 2 ;;
+        -T) (($# >= 2)) || die "-T needs a value"; T="$2"; shift 2 ;;
+        -D) (($# >= 2)) || die "-D needs a value"; DRAIN="$2"; shift 2 ;;
+        -b) (($# >= 2)) || die "-b needs a value"; BUSY="$2"; shift 2 ;;
+        -R) (($# >= 2)) || die "-R needs a value"; REPS="$2"; shift 2 ;;
+        --threads) THREADS_HUNT=1; shift ;;
         -n) (($# >= 2)) || die "-n needs a value"; N="$2"; shift 2 ;;
         -r) (($# >= 2)) || die "-r needs a value"; RING="$2"; shift 2 ;;
         -d) (($# >= 2)) || die "-d needs a value"; DELAY="$2"; shift 2 ;;
@@ -59,6 +79,45 @@ while (($#)); do
     esac
 done
 [[ "$K" =~ ^[1-9][0-9]*$ ]] || die "-k: not a positive integer: $K"
+[[ "$T" =~ ^[1-9][0-9]*$ ]] || die "-T: not a positive integer: $T"
+[[ "$BUSY" =~ ^[0-9]+$ ]] || die "-b: not an integer: $BUSY"
+[[ -z "$REPS" || "$REPS" =~ ^[1-9][0-9]*$ ]] || die "-R: not a positive integer: $REPS"
+[[ -z "$DRAIN" || "$DRAIN" =~ ^[0-9]*\.?[0-9]+$ ]] || die "-D: not a number of seconds: $DRAIN"
+((K * T <= 3000)) || die "-k x -T: at most 3000 writer threads (their sizes must stay apart)"
+
+# Repetitions: this script again, once per run, after one build.
+if ((THREADS_HUNT)) || [[ -n "$REPS" && "$REPS" != 1 ]]; then
+    "$ROOT/scripts/build.sh"
+    reps=${REPS:-$((THREADS_HUNT ? 100 : 1))}
+    inner=()
+    for a in "${ARGS[@]}"; do [[ "$a" == --threads ]] || inner+=("$a"); done
+    # -R and its value out of the inner runs' arguments.
+    filtered=()
+    skip=0
+    for a in "${inner[@]}"; do
+        if ((skip)); then skip=0; continue; fi
+        [[ "$a" == -R ]] && { skip=1; continue; }
+        filtered+=("$a")
+    done
+    # The hunt's configurations: writers threads ring delay_us iterations.
+    configs=("1 8 64K 2000 6000" "1 32 64K 500 1500" "1 64 1M 200 1500" "4 16 4M 2000 3000" "1 8 1M 2000 20000")
+    for ((i = 1; i <= reps; i++)); do
+        if ((THREADS_HUNT)); then
+            read -r ck ct cr cd cn <<<"${configs[$(((i - 1) % ${#configs[@]}))]}"
+            run_args=(-k "$ck" -T "$ct" -r "$cr" -d "$cd" -n "$cn" -D 0.1 -b 1 "${filtered[@]}")
+        else
+            run_args=("${filtered[@]}")
+        fi
+        if ! out=$(FLOOD_NO_BUILD=1 "${BASH_SOURCE[0]}" "${run_args[@]}" 2>&1); then
+            echo "$out" >&2
+            echo "flood: FAIL in run $i of $reps (${run_args[*]})" >&2
+            exit 1
+        fi
+        echo "run $i/$reps: $out"
+    done
+    echo "flood: $reps runs passed"
+    exit 0
+fi
 [[ "$N" =~ ^[0-9]+$ ]] || die "-n: not an integer: $N"
 [[ "$DELAY" =~ ^[0-9]+$ ]] || die "-d: not an integer: $DELAY"
 [[ "$TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "-t: not a positive integer: $TIMEOUT"
@@ -91,17 +150,27 @@ if [[ -n "$LOCK" ]]; then
     exec 9>"$LOCK"
     flock 9
 fi
-"$ROOT/scripts/build.sh" 9>&-
+[[ "${FLOOD_NO_BUILD:-}" == 1 ]] || "$ROOT/scripts/build.sh" 9>&-
 [[ -x "$MEMTRACK" && -x "$FLOOD" ]] || die "build did not produce $MEMTRACK and $FLOOD"
 
 # memtrack gets its own process group (set -m), so the run's processes are exactly that group.
 T0=$EPOCHREALTIME
 set -m
+BUSY_PIDS=()
+for ((b = 0; b < BUSY; b++)); do
+    bash -c 'while :; do :; done' </dev/null >/dev/null 2>&1 9>&- &
+    BUSY_PIDS+=($!)
+done
+SOCKET=()
+[[ -n "$DRAIN" ]] && SOCKET=(--socket "$WORK/ctl.sock")
 "$MEMTRACK" track -o "$WORK/out" --stats "$WORK/stats.json" --ring-size "$RING" --consumer-delay-us "$DELAY" \
-    ${STACKS[@]+"${STACKS[@]}"} ${EXTRA[@]+"${EXTRA[@]}"} -- "$FLOOD" "$K" "$N" \
+    ${SOCKET[@]+"${SOCKET[@]}"} ${STACKS[@]+"${STACKS[@]}"} ${EXTRA[@]+"${EXTRA[@]}"} -- "$FLOOD" "$K" "$N" "$T" \
     </dev/null >"$WORK/memtrack.out" 2>"$WORK/memtrack.err" 9>&- &
 MT_PID=$!
 set +m
+DRAIN_EVERY_US=0
+[[ -n "$DRAIN" ]] && DRAIN_EVERY_US=$(python3 -c "print(int($DRAIN * 1e6))")
+NEXT_DRAIN=$((${EPOCHREALTIME/./} + DRAIN_EVERY_US))
 
 # A watchdog: a run that never ends (a writer left stopped keeps the flood waiting) is asked to
 # stop after TIMEOUT seconds. It polls, so it leaves no sleeping child behind.
@@ -117,8 +186,13 @@ while kill -0 "$MT_PID" 2>/dev/null; do
         kill -TERM "$MT_PID" 2>/dev/null || true
         break
     fi
+    if ((DRAIN_EVERY_US)) && ((${now/./} >= NEXT_DRAIN)); then
+        "$MEMTRACK" ctl --socket "$WORK/ctl.sock" drain >/dev/null 2>&1 9>&- || true
+        NEXT_DRAIN=$((${now/./} + DRAIN_EVERY_US))
+    fi
     sleep 0.05
 done
+for b in ${BUSY_PIDS[@]+"${BUSY_PIDS[@]}"}; do kill -KILL "$b" 2>/dev/null || true; wait "$b" 2>/dev/null || true; done
 wait "$MT_PID" || status=$?
 T1=$EPOCHREALTIME
 WALL="$(python3 -c "print(f'{$T1 - $T0:.2f}')")"
@@ -138,17 +212,26 @@ failures=()
 if [[ ! -s "$WORK/stats.json" ]]; then
     failures+=("no --stats file written")
 else
-    python3 - "$WORK/stats.json" "$K" "$N" "$RING" "$DELAY" "$WALL" >"$WORK/summary" 2>"$WORK/stats-problems" <<'EOF' || true
+    python3 - "$WORK/stats.json" "$K" "$N" "$RING" "$DELAY" "$WALL" "$T" >"$WORK/summary" 2>"$WORK/stats-problems" <<'EOF' || true
 import json, sys
-path, k, n, ring, delay, wall = sys.argv[1:]
+path, k, n, ring, delay, wall, t = sys.argv[1:]
 s = json.load(open(path))
-print(f"flood: k={k} n={n} ring={ring} delay_us={delay} records={s['records']} dropped={s['dropped']} "
+# Once the ring is at its stop mark, each producer thread writes at most two more traps (one
+# whose SIGSTOP a resume may cancel, one after), each process a fork and an exit record: 112 B a trap.
+producers = int(k) * int(t) + int(k) + 1
+bound = s['stop_bytes'] + 2 * producers * 112
+if s['max_fill_bytes'] > bound:
+    print(f"max_fill_bytes {s['max_fill_bytes']} above the bound {bound}", file=sys.stderr)
+print(f"flood: k={k} T={t} n={n} ring={ring} delay_us={delay} records={s['records']} dropped={s['dropped']} "
       f"stops={s['pressure_stops']} resumes={s['pressure_resumes']} stopped_at_exit={s['stopped_at_exit']} "
       f"paused_fraction={s['paused_fraction']:.3f} "
       f"stop_to_resume_ms={s['stop_to_resume_ms']['p50']:.2f}/{s['stop_to_resume_ms']['p99']:.2f} "
-      f"chunk_ms_max={s['chunk_ms']['max']:.2f} wall_s={wall}")
+      f"chunk_ms_max={s['chunk_ms']['max']:.2f} max_fill={s['max_fill_bytes']}/{s['stop_bytes']}+{bound - s['stop_bytes']} "
+      f"wall_s={wall}")
 if s['dropped']:
     print(f"{s['dropped']} records dropped", file=sys.stderr)
+if s['pressure_stops'] == 0:
+    print("no writer was ever paused: the run tested nothing", file=sys.stderr)
 if s['pressure_stops'] != s['pressure_resumes']:
     print(f"pressure_stops {s['pressure_stops']} != pressure_resumes {s['pressure_resumes']}", file=sys.stderr)
 if s['stopped_at_exit']:
@@ -166,41 +249,42 @@ if ((${#artifacts[@]} != 1)); then
 else
     cat >"$WORK/count.py" <<'EOF'
 import json, sys
-k, n = int(sys.argv[1]), int(sys.argv[2])
-sizes = {1000 + i for i in range(k)}
-size_of = {}                  # writer pid -> its size
-mallocs, frees = {}, {}       # writer pid -> count
-unfreed = {}                  # writer pid -> Mallocs at a block still live (a Free missing)
-live = set()                  # (pid, addr) of writer blocks not freed yet
+k, n, t = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+# One size per writer thread (bench/flood.c).
+sizes = {1000 + i for i in range(k)} if t == 1 else {2000 + i for i in range(k * t)}
+writer_of = {}                # size -> the (pid, tid) allocating it
+mallocs, frees = {}, {}       # size -> count
+unfreed = {}                  # size -> Mallocs at a block still live (a Free missing)
+live = {}                     # (pid, addr) of writer blocks not freed yet -> size
 problems = []
 for line in sys.stdin:
     e = json.loads(line)
-    t, pid, addr = e["type"], e["pid"], e["addr"]
-    if t == "Malloc" and e["size"] in sizes:
+    typ, pid, addr = e["type"], e["pid"], e["addr"]
+    if typ == "Malloc" and e["size"] in sizes:
         size = e["size"]
-        if size_of.setdefault(pid, size) != size:
-            problems.append(f"pid {pid} allocates sizes {size_of[pid]} and {size}")
+        if writer_of.setdefault(size, (pid, e["tid"])) != (pid, e["tid"]):
+            problems.append(f"size {size} allocated by {writer_of[size]} and {(pid, e['tid'])}")
         if (pid, addr) in live:
-            unfreed[pid] = unfreed.get(pid, 0) + 1
-        live.add((pid, addr))
-        mallocs[pid] = mallocs.get(pid, 0) + 1
-    elif t == "Free" and (pid, addr) in live:
-        live.discard((pid, addr))
-        frees[pid] = frees.get(pid, 0) + 1
-if len(size_of) != k:
-    problems.append(f"{len(size_of)} writers in the artifact, expected {k}")
-for pid in sorted(size_of, key=size_of.get):
-    m, f, u = mallocs.get(pid, 0), frees.get(pid, 0), unfreed.get(pid, 0)
+            unfreed[size] = unfreed.get(size, 0) + 1
+        live[(pid, addr)] = size
+        mallocs[size] = mallocs.get(size, 0) + 1
+    elif typ == "Free" and (pid, addr) in live:
+        size = live.pop((pid, addr))
+        frees[size] = frees.get(size, 0) + 1
+if len(writer_of) != k * t:
+    problems.append(f"{len(writer_of)} writer threads in the artifact, expected {k * t}")
+for size in sorted(sizes):
+    m, f, u = mallocs.get(size, 0), frees.get(size, 0), unfreed.get(size, 0)
     if m != n or f != n or u:
-        problems.append(f"writer {pid} (size {size_of[pid]}): Malloc x{m}, Free x{f}, expected {n} of each; "
-                        f"{u} Mallocs at a block whose Free is missing")
+        problems.append(f"writer thread {writer_of.get(size)} (size {size}): Malloc x{m}, Free x{f}, expected {n} "
+                        f"of each; {u} Mallocs at a block whose Free is missing")
 for p in problems[:20]:
     print(p)
 if len(problems) > 20:
     print(f"... and {len(problems) - 20} more")
 EOF
     set +e
-    "$MEMTRACK" dump "${artifacts[0]}" 2>"$WORK/dump.err" | python3 "$WORK/count.py" "$K" "$N" >"$WORK/count-problems"
+    "$MEMTRACK" dump "${artifacts[0]}" 2>"$WORK/dump.err" | python3 "$WORK/count.py" "$K" "$N" "$T" >"$WORK/count-problems"
     codes=("${PIPESTATUS[@]}")
     set -e
     ((codes[0] == 0)) || failures+=("memtrack dump exited ${codes[0]}: $(tr '\n' ' ' <"$WORK/dump.err")")

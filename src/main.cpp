@@ -5,6 +5,7 @@
 
 #include "cli/CtlCommand.hpp"
 #include "cli/DumpCommand.hpp"
+#include "cli/ReportCommand.hpp"
 #include "cli/TrackCommand.hpp"
 #include "core/Log.hpp"
 #include "core/Result.hpp"
@@ -64,6 +65,9 @@ int main(int argc, char** argv) {
     t->add_option("--max-frames", track.max_frames, "frames per captured stack, 1..127 (default 64)");
     std::string stack_ring_size;
     t->add_option("--stack-ring-size", stack_ring_size, "stack ring bytes, a power of two (default 16M)");
+    bool no_summary = false;
+    t->add_flag("--no-summary", no_summary,
+                "do not print the summary (events, peak, leaked) at the end (or MEMTRACK_NO_SUMMARY=1)");
     t->add_option("command", track.command, "CMD [ARGS...] after --, or one string run with bash -c")->required();
 
     memtrack::DumpOptions dump;
@@ -77,6 +81,28 @@ int main(int argc, char** argv) {
         if (dump.file.empty() && (dump.stacks_file.empty() || dump.resolve || dump.summary))
             throw CLI::RequiredError(dump_file->get_name());
     });
+
+    memtrack::ReportOptions report;
+    auto* r = app.add_subcommand("report", "where the memory went: peak, leaks, sites (docs/REPORT.md)");
+    r->add_option("artifact", report.artifact, "a .MemtrackArtifact.msgpack file")->required();
+    r->add_option("--stacks", report.stacks_file, "its stacks file (default: the .MemtrackStacks.msgpack beside it)");
+    r->add_option("--format", report.format, "text, json, folded, pprof, speedscope or html (default text)");
+    r->add_option("-o,--output", report.output, "write to FILE instead of stdout (required for pprof)");
+    r->add_option("--limit", report.limit, "sites per section (default 10)");
+    r->add_option("--cost", report.cost, "folded: peak, leaked, allocated, allocations or temporary (default peak)");
+    r->add_option("--temporary-threshold", report.temporary_threshold,
+                  "temporary: freed with at most N other allocations of its thread in between (default 1)");
+    r->add_option("--pid", report.pids, "only these processes (repeatable)")->allow_extra_args(false);
+    r->add_option("--from", report.from, "only from this time on, since the first event (1.5s, 200ms)");
+    r->add_option("--to", report.to, "only up to this time, since the first event");
+    r->add_option("--focus", report.focus, "only stacks with a frame whose function, file or module matches REGEX");
+    r->add_option("--ignore", report.ignore, "leave out stacks with a frame whose function, file or module matches REGEX");
+    r->add_option("--min-size", report.min_size, "only allocations of at least this size (4096, 64KiB)");
+    r->add_option("--max-size", report.max_size, "only allocations of at most this size");
+    r->add_option("--diff", report.diff_base, "per-site changes from BASE (an artifact) to ARTIFACT");
+    r->add_option("--fail-if", report.fail_if,
+                  "exit 3 when EXPR holds: leaked>0, peak>256MiB, calls>1e6, peak_delta>5% (repeatable)")
+        ->allow_extra_args(false);
 
     memtrack::CtlOptions ctl;
     int64_t pid = 0;
@@ -104,9 +130,11 @@ int main(int argc, char** argv) {
         if (*t) {
             if (!ring_size.empty()) track.ring_size = parse_size(ring_size);
             if (!stack_ring_size.empty()) track.stack_ring_size = parse_size(stack_ring_size);
+            if (no_summary) track.summary = false;
             return memtrack::run_track(track);
         }
         if (*d) return memtrack::run_dump(dump);
+        if (*r) return memtrack::run_report(report);
         if (*c) {
             if (*pid_opt) ctl.pid = pid;
             return memtrack::run_ctl(ctl);

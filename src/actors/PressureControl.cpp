@@ -1,35 +1,25 @@
 #include "actors/PressureControl.hpp"
 
-#include <unistd.h>
-
-#include <bpf/bpf.h>
-
-#include <vector>
-
 #include <boost/asio/post.hpp>
 
-#include "actors/Stats.hpp"
-#include "bpf/record.h"
-#include "core/Clock.hpp"
-#include "core/Log.hpp"
-#include "probes/BpfSession.hpp"
-#include "process/StopRelease.hpp"
+#include "bpf/hold.h"
+#include "process/ProcessHolds.hpp"
 #include "ring/RingView.hpp"
 
 namespace memtrack {
 
 namespace asio = boost::asio;
 
-PressureControl::PressureControl(asio::io_context& io, BpfSession& bpf, Stats& stats, WatermarkPolicy policy)
-    : strand_(asio::make_strand(io)), bpf_(bpf), stats_(stats), policy_(policy), backstop_(strand_) {}
+PressureControl::PressureControl(asio::io_context& io, ProcessHolds& holds, WatermarkPolicy policy)
+    : strand_(asio::make_strand(io)), holds_(holds), policy_(policy), backstop_(strand_) {}
 
 void PressureControl::start() {
     asio::post(strand_, [this] { arm_backstop(); });
 }
 
-void PressureControl::on_chunk(size_t /*ring*/, double fill) {
+void PressureControl::on_chunk(double fill) {
     if (!policy_.should_resume(fill)) return;  // this ring alone already says no
-    if (bpf_.stops_outstanding().load(std::memory_order_acquire) == 0) return;
+    if (holds_.outstanding(MT_HOLD_PRESSURE) == 0) return;
     if (evaluate_pending_.exchange(true)) return;
     asio::post(strand_, [this] {
         evaluate_pending_ = false;
@@ -37,38 +27,19 @@ void PressureControl::on_chunk(size_t /*ring*/, double fill) {
     });
 }
 
-void PressureControl::evaluate() {
-    if (stopped_ || bpf_.stops_outstanding().load() == 0) return;
+bool PressureControl::rings_low() const {
     for (const RingView* ring : rings_)
-        if (!policy_.should_resume(double(ring->fill_bytes()) / double(ring->capacity()))) return;
-    resume_stopped();
+        if (!policy_.should_resume(double(ring->fill_bytes()) / double(ring->capacity()))) return false;
+    return true;
 }
 
-
-size_t PressureControl::resume_stopped() {
-    size_t resumed = 0;
-    for (uint32_t pid : stopped_pids(bpf_.pressure_map_fd())) {
-        auto r = release_stop(bpf_.pressure_map_fd(), bpf_.stop_maps(), pid);
-        if (!r) {
-            log::error("resume: {}", r.error().message());
-            continue;
-        }
-        if (!r->removed) continue;
-        bpf_.stops_outstanding().fetch_sub(1);
-        // The pressure pause ends here, also when another pause (a first stack's) still holds
-        // the process and its owner sends the SIGCONT: counting only our own SIGCONTs left
-        // pressure_resumes short of pressure_stops.
-        stats_.on_resume(int32_t(pid), monotonic_ns() - r->stop_ns);
-        resumed += r->resumed;
-    }
-    return resumed;
+void PressureControl::evaluate() {
+    if (stopped_ || holds_.outstanding(MT_HOLD_PRESSURE) == 0 || !rings_low()) return;
+    holds_.release_every(MT_HOLD_PRESSURE, [this] { return rings_low(); });
 }
 
 void PressureControl::resume_all(Done done) {
-    asio::post(strand_, [this, done = std::move(done)] {
-        resume_stopped();
-        done();
-    });
+    holds_.release_every(MT_HOLD_PRESSURE, [] { return true; }, std::move(done));
 }
 
 void PressureControl::stop() {
@@ -79,7 +50,7 @@ void PressureControl::stop() {
 }
 
 void PressureControl::arm_backstop() {
-    // Covers a stop published just after the consumer's last chunk report.
+    // Covers a pause taken just after the consumer's last chunk report, and busy releases.
     if (stopped_) return;
     backstop_.expires_after(std::chrono::milliseconds(5));
     backstop_.async_wait([this](boost::system::error_code ec) {

@@ -3,7 +3,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include <chrono>
@@ -16,7 +15,9 @@
 #include "core/Clock.hpp"
 #include "core/Log.hpp"
 #include "probes/BpfSession.hpp"
-#include "process/StopRelease.hpp"
+#include "bpf/hold.h"
+#include "process/ProcessHolds.hpp"
+#include "process/ProcessSignal.hpp"
 
 namespace memtrack {
 
@@ -36,9 +37,10 @@ ring_buffer* open_spawns(int map_fd, ring_buffer_sample_fn fn, void* ctx) {
 
 }  // namespace
 
-ProcessLinks::ProcessLinks(asio::io_context& io, BpfSession& bpf, Stats& stats)
+ProcessLinks::ProcessLinks(asio::io_context& io, BpfSession& bpf, ProcessHolds& holds, Stats& stats)
     : strand_(asio::make_strand(io)),
       bpf_(bpf),
+      holds_(holds),
       stats_(stats),
       spawns_(open_spawns(bpf.spawns_ring_fd(), &ProcessLinks::on_spawn_record, this), ring_buffer__free),
       spawns_watch_(strand_, ::dup(ring_buffer__epoll_fd(spawns_.get()))),
@@ -112,7 +114,7 @@ void ProcessLinks::stop() {
         // Whoever is still held gets its probes now (or is released without them): nobody stays
         // stopped behind us.
         on_spawns();
-        scan_spawn_map();
+        scan_held();
         for (auto& [pid, p] : processes_) p.exit_watch->cancel(ec);
     });
 }
@@ -149,7 +151,7 @@ void ProcessLinks::arm_backstop() {
     backstop_.expires_after(kBackstop);
     backstop_.async_wait([this](boost::system::error_code ec) {
         if (ec || stopped_) return;
-        scan_spawn_map();
+        scan_held();
         arm_backstop();
     });
 }
@@ -162,13 +164,10 @@ void ProcessLinks::on_spawns() {
     pending_.clear();
 }
 
-// Entries the ring had no room to announce: still stopped, not yet marked resuming.
-void ProcessLinks::scan_spawn_map() {
-    for (uint32_t pid : stopped_pids(bpf_.spawn_map_fd())) {
-        mt_stop stop{};
-        if (bpf_map_lookup_elem(bpf_.spawn_map_fd(), &pid, &stop) == 0 && !stop.resuming)
-            release_spawned(pid, stop.start_boottime);
-    }
+// New processes the ring had no room to announce: still held for their probes.
+void ProcessLinks::scan_held() {
+    for (uint32_t pid : holds_.held_for(MT_HOLD_SPAWN))
+        if (auto h = holds_.entry(pid)) release_spawned(pid, h->start_boottime);
 }
 
 void ProcessLinks::release_spawned(uint32_t pid, uint64_t start_boottime) {
@@ -179,9 +178,7 @@ void ProcessLinks::release_spawned(uint32_t pid, uint64_t start_boottime) {
             log::error("probes for new process {}: {}", pid, r.error().message());
         }
     }
-    auto released = release_stop(bpf_.spawn_map_fd(), bpf_.stop_maps(), pid);
-    if (!released) log::error("resume new process: {}", released.error().message());
-    else if (released->resumed) stats_.on_spawn_held(monotonic_ns() - released->stop_ns);
+    holds_.release(pid, MT_HOLD_SPAWN);
 }
 
 void ProcessLinks::on_exit(pid_t pid) {

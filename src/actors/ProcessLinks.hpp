@@ -28,13 +28,14 @@ struct ring_buffer;
 namespace memtrack {
 
 class BpfSession;
+class ProcessHolds;
 class Stats;
 
 class ProcessLinks {
 public:
     static constexpr size_t kMaxOwnLinked = 4;
 
-    ProcessLinks(boost::asio::io_context& io, BpfSession& bpf, Stats& stats);
+    ProcessLinks(boost::asio::io_context& io, BpfSession& bpf, ProcessHolds& holds, Stats& stats);
     ~ProcessLinks();
 
     // Attaches pid's probes now, from the caller's thread: only before the io_context runs (the
@@ -62,7 +63,7 @@ private:
     Result<void> use_shared(uint64_t t0);
     void on_spawns();
     void release_spawned(uint32_t pid, uint64_t start_boottime);
-    void scan_spawn_map();
+    void scan_held();
     void arm_spawn_watch();
     void arm_backstop();
     void on_exit(pid_t pid);
@@ -70,6 +71,7 @@ private:
 
     Strand strand_;
     BpfSession& bpf_;
+    ProcessHolds& holds_;
     Stats& stats_;
     std::unique_ptr<ring_buffer, void (*)(ring_buffer*)> spawns_;
     boost::asio::posix::stream_descriptor spawns_watch_;

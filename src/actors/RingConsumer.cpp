@@ -104,6 +104,10 @@ void RingConsumer::read_chunk() {
     if (bad_len) log::error("{} ring records had an unexpected size", bad_len);
     const double fill = double(ring_.fill_bytes()) / double(ring_.capacity());
     if (after != before) {
+        // Time spent with nothing to read: with resume-at-empty it is the gap between emptying
+        // the ring and the paused producers' next records.
+        if (empty_since_ns_ && opt_.records == Records::Events) stats_.on_consumer_idle(t0 - empty_since_ns_);
+        empty_since_ns_ = 0;
         batch->end_pos = after;
         const uint64_t n = batch->records.size() + batch->stacks.size();
         out_.push(batch.release());
@@ -120,7 +124,10 @@ void RingConsumer::schedule_next() {
     if (ring_.fill_bytes() == 0) {
         arm_wait();
         // A record committed between the check and the arming did not wake us: look again.
-        if (ring_.fill_bytes() == 0) return;
+        if (ring_.fill_bytes() == 0) {
+            if (!empty_since_ns_) empty_since_ns_ = monotonic_ns();
+            return;
+        }
     }
     scheduled_ = true;
     if (opt_.delay.count() > 0) {

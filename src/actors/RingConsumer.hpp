@@ -68,6 +68,7 @@ private:
     bool scheduled_ = false;  // a read_chunk is posted or waiting on the delay timer
     bool wait_armed_ = false;
     bool blocked_on_queue_ = false;
+    uint64_t empty_since_ns_ = 0;  // when the ring was last found empty (0: it has records)
     bool stopped_ = false;
     std::vector<std::pair<uint64_t, Done>> drains_;  // (target position, done)
     std::atomic<bool> kick_pending_{false};

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "bpf/hold.h"
 #include "core/Clock.hpp"
+#include "process/ProcessHolds.hpp"
 
 namespace memtrack {
 namespace {
@@ -25,7 +27,7 @@ void Stats::on_chunk(uint64_t records, uint64_t bytes, uint64_t duration_ns, dou
     bytes_ += bytes;
     ++chunks_;
     max_records_per_chunk_ = std::max(max_records_per_chunk_, records);
-    max_fill_ = std::max(max_fill_, fill);
+    (void)fill;  // the highest fill comes from BPF, which sees it at every write (set_max_fill)
     chunk_ns_.add(duration_ns);
 }
 
@@ -53,22 +55,24 @@ void Stats::on_shutdown_file_closed(bool stacks, uint64_t ns) {
     (stacks ? shutdown_stacks_ns_ : shutdown_artifact_ns_) = ns;
 }
 
-void Stats::set_stack_counters(uint64_t captured, uint64_t sent, uint64_t errors, uint64_t dropped,
-                               uint64_t snapshot_stops) {
+void Stats::set_stack_counters(uint64_t captured, uint64_t sent, uint64_t errors, uint64_t dropped) {
     std::lock_guard lock(mu_);
     stacks_captured_ = captured;
     stacks_sent_ = sent;
     stack_errors_ = errors;
     stacks_dropped_ = dropped;
-    snapshot_stops_ = snapshot_stops;
 }
 
 void Stats::on_resume(int32_t pid, uint64_t stop_to_resume_ns) {
     std::lock_guard lock(mu_);
-    ++resumes_;
     if (resumes_by_pid_.size() < kMaxPids || resumes_by_pid_.count(pid)) ++resumes_by_pid_[pid];
     paused_ns_ += stop_to_resume_ns;
     stop_to_resume_ns_.add(stop_to_resume_ns);
+}
+
+void Stats::on_consumer_idle(uint64_t ns) {
+    std::lock_guard lock(mu_);
+    consumer_idle_ns_ += ns;
 }
 
 void Stats::on_drain(uint64_t duration_ns) {
@@ -81,12 +85,39 @@ void Stats::add_process_lifetime(uint64_t ns) {
     lifetime_ns_ += ns;
 }
 
-void Stats::set_kernel_counters(uint64_t dropped, uint64_t stops, uint64_t nested, uint64_t signal_failures) {
+void Stats::set_kernel_counters(uint64_t dropped, uint64_t nested) {
     std::lock_guard lock(mu_);
-    signal_failures_ = signal_failures;
     dropped_ = dropped;
-    stops_ = stops;
     nested_ = nested;
+}
+
+void Stats::set_pauses(const HoldCounts& c) {
+    static constexpr const char* kNames[MT_HOLD_REASONS] = {"pressure", "snapshot", "spawn", "module"};
+    boost::json::object by_reason;
+    for (uint32_t r = 0; r < MT_HOLD_REASONS; ++r)
+        by_reason[kNames[r]] = {{"taken", c.taken[r]}, {"released", c.released[r]}, {"exited", c.exited[r]}};
+    std::lock_guard lock(mu_);
+    // A pause ends when memtrack releases it or when its process exits: stops == resumes once
+    // nothing is held.
+    pauses_ = {
+        {"pressure_stops", c.taken[0]},
+        {"pressure_resumes", c.released[0] + c.exited[0]},
+        {"pressure_ended_by_exit", c.exited[0]},
+        {"snapshot_stops", c.taken[1]},
+        {"spawn_stops", c.taken[2]},
+        {"stop_signals", c.signals},
+        {"stop_signal_failures", c.signal_failures},
+        {"pause_failures", c.failed},
+        {"pauses", std::move(by_reason)},
+    };
+}
+
+void Stats::set_max_fill(uint64_t events_bytes, uint64_t stacks_bytes, uint64_t ring_bytes, uint64_t stop_bytes) {
+    std::lock_guard lock(mu_);
+    max_fill_bytes_ = events_bytes;
+    stack_max_fill_bytes_ = stacks_bytes;
+    ring_bytes_ = ring_bytes;
+    stop_bytes_ = stop_bytes;
 }
 
 void Stats::set_stopped_at_exit(uint64_t n) {
@@ -116,9 +147,8 @@ void Stats::on_spawn_held(uint64_t held_ns) {
     spawn_held_ns_.add(held_ns);
 }
 
-void Stats::set_spawn_counters(uint64_t stops, uint64_t unstopped, uint64_t notices_dropped) {
+void Stats::set_spawn_counters(uint64_t unstopped, uint64_t notices_dropped) {
     std::lock_guard lock(mu_);
-    spawn_stops_ = stops;
     spawn_unstopped_ = unstopped;
     spawns_dropped_ = notices_dropped;
 }
@@ -133,7 +163,7 @@ boost::json::object Stats::to_json() const {
     const double paused_s = double(paused_ns_) / 1e9;
     boost::json::object by_pid;
     for (auto [pid, n] : resumes_by_pid_) by_pid[std::to_string(pid)] = n;
-    return {
+    boost::json::object out = {
         {"pressure_resumes_by_pid", std::move(by_pid)},
         {"records", records_},
         {"bytes", bytes_},
@@ -145,22 +175,22 @@ boost::json::object Stats::to_json() const {
         {"chunks", chunks_},
         {"chunk_ms", ms_summary(chunk_ns_)},
         {"max_records_per_chunk", max_records_per_chunk_},
-        {"max_fill", max_fill_},
-        {"pressure_stops", stops_},
-        {"stop_signal_failures", signal_failures_},
-        {"pressure_resumes", resumes_},
+        {"max_fill", ring_bytes_ ? double(max_fill_bytes_) / double(ring_bytes_) : 0.0},
+        {"max_fill_bytes", max_fill_bytes_},
+        {"stack_max_fill_bytes", stack_max_fill_bytes_},
+        {"stop_bytes", stop_bytes_},
         {"stopped_at_exit", stopped_at_exit_},
         {"stop_to_resume_ms", ms_summary(stop_to_resume_ns_)},
         {"paused_s", paused_s},
         {"paused_fraction", lifetime_ns_ ? paused_s / (double(lifetime_ns_) / 1e9) : 0.0},
         {"drain_ms", ms_summary(drain_ns_)},
+        {"consumer_idle_s", double(consumer_idle_ns_) / 1e9},
         {"allocation_events", allocations_},
         {"stacks_captured", stacks_captured_},
         {"stacks_sent", stacks_sent_},
         {"stacks_unique", stacks_unique_},
         {"stack_errors", stack_errors_},
         {"stacks_dropped", stacks_dropped_},
-        {"snapshot_stops", snapshot_stops_},
         {"stack_ring_bytes", stack_ring_bytes_},
         // Both rings' bytes per allocation event: 56 per event record plus the stacks, amortised.
         {"ring_bytes_per_event",
@@ -183,11 +213,12 @@ boost::json::object Stats::to_json() const {
         {"processes_on_shared_probes", processes_shared_},
         {"probe_attach_errors", probe_errors_},
         {"probe_attach_ms", ms_summary(probe_attach_ns_)},
-        {"spawn_stops", spawn_stops_},
         {"spawn_unstopped", spawn_unstopped_},
         {"spawn_notices_dropped", spawns_dropped_},
         {"spawn_held_ms", ms_summary(spawn_held_ns_)},
     };
+    for (const auto& kv : pauses_) out[kv.key()] = kv.value();
+    return out;
 }
 
 }  // namespace memtrack

@@ -12,6 +12,8 @@
 
 namespace memtrack {
 
+struct HoldCounts;
+
 class Stats {
 public:
     Stats();
@@ -20,13 +22,18 @@ public:
     void on_written(uint64_t records, uint64_t artifact_events, uint64_t allocations);
     void on_stack(uint64_t ring_bytes, uint64_t symbolize_ns);
     void set_symbolizer(const SymbolizerCounters& c);
-    // At shutdown: a file ("artifact", "stacks") closed `ns` after the shutdown began.
+    // At shutdown: a file (the artifact, or the stacks file) closed `ns` after the shutdown began.
     void on_shutdown_file_closed(bool stacks, uint64_t ns);
-    void set_stack_counters(uint64_t captured, uint64_t sent, uint64_t errors, uint64_t dropped, uint64_t snapshot_stops);
+    void set_stack_counters(uint64_t captured, uint64_t sent, uint64_t errors, uint64_t dropped);
     void on_resume(int32_t pid, uint64_t stop_to_resume_ns);
     void on_drain(uint64_t duration_ns);
+    void on_consumer_idle(uint64_t ns);  // the events consumer waited this long on an empty ring
     void add_process_lifetime(uint64_t ns);
-    void set_kernel_counters(uint64_t dropped, uint64_t stops, uint64_t nested, uint64_t signal_failures);
+    void set_kernel_counters(uint64_t dropped, uint64_t nested);
+    // The pause counters, as their owner (ProcessHolds) counts them.
+    void set_pauses(const HoldCounts& counts);
+    // The highest fills BPF saw (bytes) and the events ring's size and stop mark.
+    void set_max_fill(uint64_t events_bytes, uint64_t stacks_bytes, uint64_t ring_bytes, uint64_t stop_bytes);
     void set_stopped_at_exit(uint64_t n);
     // Per-process probes: a process's links attached (and how long that took), a failure, a new
     // process resumed once its probes existed (how long it was held), the kernel's spawn counters.
@@ -34,7 +41,7 @@ public:
     void on_shared_probes(uint64_t attach_ns);  // a process served by the shared links
     void on_process_probe_error();
     void on_spawn_held(uint64_t held_ns);
-    void set_spawn_counters(uint64_t stops, uint64_t unstopped, uint64_t notices_dropped);
+    void set_spawn_counters(uint64_t unstopped, uint64_t notices_dropped);
     uint64_t records_written() const;
 
     boost::json::object to_json() const;
@@ -43,15 +50,16 @@ private:
     mutable std::mutex mu_;
     uint64_t start_ns_;
     uint64_t records_ = 0, bytes_ = 0, chunks_ = 0, max_records_per_chunk_ = 0;
-    double max_fill_ = 0;
+    uint64_t max_fill_bytes_ = 0, stack_max_fill_bytes_ = 0, ring_bytes_ = 0, stop_bytes_ = 0;
     uint64_t written_ = 0, artifact_events_ = 0, allocations_ = 0;
     uint64_t stacks_unique_ = 0, stack_ring_bytes_ = 0;
     SymbolizerCounters symbolizer_;
     uint64_t shutdown_artifact_ns_ = 0, shutdown_stacks_ns_ = 0;
-    uint64_t stacks_captured_ = 0, stacks_sent_ = 0, stack_errors_ = 0, stacks_dropped_ = 0, snapshot_stops_ = 0;
-    uint64_t dropped_ = 0, stops_ = 0, nested_ = 0, signal_failures_ = 0, resumes_ = 0, stopped_at_exit_ = 0;
-    uint64_t paused_ns_ = 0, lifetime_ns_ = 0;
-    uint64_t processes_probed_ = 0, processes_shared_ = 0, probe_errors_ = 0, spawn_stops_ = 0, spawn_unstopped_ = 0, spawns_dropped_ = 0;
+    uint64_t stacks_captured_ = 0, stacks_sent_ = 0, stack_errors_ = 0, stacks_dropped_ = 0;
+    uint64_t dropped_ = 0, nested_ = 0, stopped_at_exit_ = 0;
+    boost::json::object pauses_;  // set_pauses: the keys it writes go into to_json as they are
+    uint64_t paused_ns_ = 0, lifetime_ns_ = 0, consumer_idle_ns_ = 0;
+    uint64_t processes_probed_ = 0, processes_shared_ = 0, probe_errors_ = 0, spawn_unstopped_ = 0, spawns_dropped_ = 0;
     Histogram chunk_ns_, stop_to_resume_ns_, drain_ns_, symbolize_ns_, probe_attach_ns_, spawn_held_ns_;
     // Pressure resumes per process, for tests and people asking "was every writer paused?".
     // Bounded: past kMaxPids processes only the totals grow.

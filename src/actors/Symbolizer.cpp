@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <thread>
 
+#include "bpf/hold.h"
+#include "process/ProcessHolds.hpp"
 #include "actors/Stats.hpp"
-#include "process/StopRelease.hpp"
 #include "bpf/record.h"
 #include "core/Clock.hpp"
 #include "core/Log.hpp"
@@ -12,11 +13,10 @@
 namespace memtrack {
 
 Symbolizer::Symbolizer(boost::asio::io_context& io, BatchQueue& in, ZstdFileWriter stacks_file, Stats& stats,
-                       int snapshot_map_fd, StopMaps stop_maps, std::unique_ptr<Resolver> resolver,
+                       ProcessHolds* holds, std::unique_ptr<Resolver> resolver,
                        std::chrono::microseconds delay_per_stack)
-    : BatchSink(io, in), file_(std::move(stacks_file)), stats_(stats), snapshot_map_fd_(snapshot_map_fd),
-      stop_maps_(std::move(stop_maps)), resolver_(resolver ? std::move(resolver) : std::make_unique<Resolver>()),
-      delay_per_stack_(delay_per_stack) {}
+    : BatchSink(io, in), file_(std::move(stacks_file)), stats_(stats), holds_(holds),
+      resolver_(resolver ? std::move(resolver) : std::make_unique<Resolver>()), delay_per_stack_(delay_per_stack) {}
 
 Result<void> Symbolizer::finish_file() {
     // Every stack is written: a module still preloading is needed by none. Ends now, while the
@@ -25,14 +25,13 @@ Result<void> Symbolizer::finish_file() {
     return file_.finish();
 }
 
-void Symbolizer::snapshot(int32_t pid) {
+void Symbolizer::snapshot(int32_t pid, bool held) {
     const uint64_t t0 = monotonic_ns();
     auto maps = ProcessMaps::read(pid);
     if (maps) maps_[pid] = std::move(maps).value();
     else log::info("mappings of {}: {}", pid, maps.error().message());
     // BPF paused the process at its first stack so that this read could not miss it.
-    if (auto r = release_stop(snapshot_map_fd_, stop_maps_, uint32_t(pid)); !r)
-        log::error("resume after snapshot: {}", r.error().message());
+    if (held && holds_) holds_->release(uint32_t(pid), MT_HOLD_SNAPSHOT);
     log::info("symbols: mappings of {} read in {:.2f} ms", pid, double(monotonic_ns() - t0) / 1e6);
 }
 
@@ -43,7 +42,8 @@ void Symbolizer::write_batch(const RecordBatch& b) {
     counters_.max_queued_batches = std::max<uint64_t>(counters_.max_queued_batches, queued() + 1);
     // Mappings first, for the whole batch: paused processes wait for these reads, not for DWARF.
     for (const StackSample& s : b.stacks)
-        if ((s.flags & MT_STACK_NEW_MAPS) || !maps_.count(s.pid)) snapshot(s.pid);
+        if ((s.flags & (MT_STACK_NEW_MAPS | MT_STACK_HELD)) || !maps_.count(s.pid))
+            snapshot(s.pid, s.flags & MT_STACK_HELD);
 
     buf_.clear();
     const uint64_t batch_t0 = monotonic_ns();

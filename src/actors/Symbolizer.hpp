@@ -1,7 +1,7 @@
 #pragma once
 // Owns: the stacks file, the Resolver (libdwfl state, per-module and per-address caches), the
 // mappings snapshot of every process seen, the consumer side of the stack batch queue, and the
-// resumption of processes paused until their mappings were read (snapshot_stopped).
+// decision to end a first-stack pause (MT_HOLD_SNAPSHOT) once its mappings are read.
 // Accepts: notify(), flush_through(pos, done), finish(done) (from BatchSink).
 //
 // When symbolizing lags behind a flood of new stacks, nothing is dropped and memory stays
@@ -19,12 +19,12 @@
 #include "actors/BatchSink.hpp"
 #include "actors/SymbolizerCounters.hpp"
 #include "format/ZstdFileWriter.hpp"
-#include "process/StopRelease.hpp"
 #include "symbols/ProcessMaps.hpp"
 #include "symbols/Resolver.hpp"
 
 namespace memtrack {
 
+class ProcessHolds;
 class Stats;
 
 class Symbolizer : public BatchSink {
@@ -32,7 +32,7 @@ public:
     // `resolver` may already be preloading modules (Resolver::preload). `delay_per_stack` is a
     // testing knob (--symbolize-delay-us): a symbolizer that lags.
     Symbolizer(boost::asio::io_context& io, BatchQueue& in, ZstdFileWriter stacks_file, Stats& stats,
-               int snapshot_map_fd, StopMaps stop_maps, std::unique_ptr<Resolver> resolver = nullptr,
+               ProcessHolds* holds, std::unique_ptr<Resolver> resolver = nullptr,
                std::chrono::microseconds delay_per_stack = {});
 
 private:
@@ -40,12 +40,11 @@ private:
     void write_batch(const RecordBatch& b) override;
     Result<void> flush_file() override { return file_.flush(); }
     Result<void> finish_file() override;
-    void snapshot(int32_t pid);
+    void snapshot(int32_t pid, bool held);
 
     ZstdFileWriter file_;
     Stats& stats_;
-    int snapshot_map_fd_;
-    StopMaps stop_maps_;
+    ProcessHolds* holds_;  // null: nothing is ever held for a snapshot (tests)
     std::unique_ptr<Resolver> resolver_;
     std::chrono::microseconds delay_per_stack_;
     SymbolizerCounters counters_;

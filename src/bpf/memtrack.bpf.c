@@ -10,6 +10,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "record.h"
+#include "hold.h"
 #include "nesting.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -25,7 +26,7 @@ const volatile __u32 max_frames = 64;            /* <= MT_MAX_FRAMES */
 const volatile __u64 stack_stop_bytes = ~0ULL;   /* the stacks ring's stop watermark */
 /*
  * 1: user space gives tracked processes allocator links of their own (filtered to the process,
- * so other processes do not even trap), and holds each new process in spawn_stopped until it
+ * so other processes do not even trap), and holds each new process (MT_HOLD_SPAWN) until it
  * has decided how its probes reach it (own links, or the shared ones past a number of
  * processes). 0: shared links only, attached at start.
  */
@@ -36,7 +37,14 @@ extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type
 
 /* Shared with user space through the skeleton's mmapped .bss. */
 __u32 recording;          /* the recording flag: 0 off, 1 on */
-unsigned long stops_outstanding; /* entries in pressure_stopped; lets user space skip the map walk */
+/*
+ * Pauses under way per reason (hold.h's index): BPF adds one when it takes a reason and takes
+ * one away when an exit ends it; ProcessHolds takes one away when it releases one. Lets user
+ * space skip the index walk when nothing is held. `unsigned long`: uint64_t's type on this ABI.
+ */
+unsigned long holds_outstanding[MT_HOLD_REASONS];
+/* The highest fill (bytes) each ring (0: events, 1: stacks) was seen at, right after a write. */
+unsigned long max_fill_bytes[2];
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -54,18 +62,30 @@ struct {
 	__uint(max_entries, 1 << 16);
 } spawns SEC(".maps");
 
-/* A map of processes BPF paused (tgid -> struct mt_stop); user space resumes them (StopRelease). */
-#define MT_STOP_MAP(name)                                \
-	struct {                                         \
-		__uint(type, BPF_MAP_TYPE_HASH);         \
-		__uint(map_flags, BPF_F_NO_PREALLOC);    \
-		__uint(max_entries, 65536);              \
-		__type(key, __u32);                      \
-		__type(value, struct mt_stop);           \
-	} name SEC(".maps")
+/*
+ * The hold words of every pid (hold.h): pages of MT_HOLD_WORDS_PER_PAGE words, resized before
+ * load to cover pid_max, mmapped by user space as one array indexed by tgid.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 32);
+	__type(key, __u32);
+	__type(value, struct mt_hold_page);
+} holds SEC(".maps");
 
-/* New processes held stopped until user space has attached their probes (per_process_links). */
-MT_STOP_MAP(spawn_stopped);
+/*
+ * Every process held at least once and not yet exited (tgid -> struct mt_held): how user space
+ * finds the words to look at, and the start time that tells a reused pid. An entry is made before
+ * its process's first claim and removed at its exit (or when its pid starts a new process).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct mt_held);
+} held SEC(".maps");
 
 /* Hashes of stacks already sent: each distinct stack crosses the ring once (again after eviction). */
 struct {
@@ -84,7 +104,7 @@ struct {
 
 /*
  * Processes whose mappings user space has read since they started, exec'd or mapped new code.
- * The first stack of a process missing here pauses it (snapshot_stopped) until the Symbolizer
+ * The first stack of a process missing here pauses it (MT_HOLD_SNAPSHOT) until the Symbolizer
  * has read /proc/PID/maps, so a process that allocates and exits at once is still symbolized.
  */
 struct {
@@ -94,8 +114,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } maps_known SEC(".maps");
-
-MT_STOP_MAP(snapshot_stopped);
 
 /* Thread group ids of the command and its descendants. */
 /* Not preallocated: a preallocated 64 Ki-entry hash costs ~40 ms at start-up. */
@@ -113,9 +131,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } counters SEC(".maps");
-
-/* Producers paused for ring pressure; PressureControl resumes them. */
-MT_STOP_MAP(pressure_stopped);
 
 /* Per-thread state: the nesting frames and the arguments saved between entry and return. */
 struct thread_state {
@@ -153,44 +168,142 @@ static __always_inline struct thread_state *state(bool create)
 	return bpf_task_storage_get(&threads, task, 0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }
 
-/*
- * Pause the current process and publish it in `stopped_map`, whose owner resumes it. Signal
- * first, then publish: a SIGCONT sent by user space for a published entry always comes after
- * this SIGSTOP, so the process can never stay stopped behind our back.
- */
-static __always_inline bool stop_current(void *stopped_map)
+static __always_inline __u32 *hold_word(__u32 tgid)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct mt_stop *cur = bpf_map_lookup_elem(stopped_map, &tgid);
-	if (cur && !cur->resuming)
-		return false;
-	if (bpf_send_signal(SIGSTOP) != 0) {
-		count(MT_COUNTER_SIGNAL_FAILED);
-		return false;
-	}
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct mt_stop stop = {
-		.stop_ns = bpf_ktime_get_ns(),
-		.start_boottime = BPF_CORE_READ(task, group_leader, start_boottime),
-		.resuming = 0,
-	};
-	return bpf_map_update_elem(stopped_map, &tgid, &stop, cur ? BPF_ANY : BPF_NOEXIST) == 0;
+	__u32 page = tgid / MT_HOLD_WORDS_PER_PAGE;
+	struct mt_hold_page *p = bpf_map_lookup_elem(&holds, &page);
+	if (!p)
+		return NULL;
+	return &p->words[tgid & (MT_HOLD_WORDS_PER_PAGE - 1)];
 }
 
-/* Pause the producer when a ring is nearly full (`fill` bytes); PressureControl resumes it. */
-static __always_inline void apply_pressure_at(__u64 fill, __u64 stop_at)
+/* Set once memtrack or its guard has resumed everything for good: no SIGSTOP may follow. */
+static __always_inline bool holds_closed(void)
 {
+	__u32 *w = hold_word(MT_HOLD_CLOSED_WORD);
+	return !w || *(volatile __u32 *)w != 0;
+}
+
+/* The process's `held` entry, made if missing: it must exist before the first claim. */
+static __always_inline struct mt_held *held_entry(struct task_struct *task, __u32 tgid)
+{
+	struct mt_held *h = bpf_map_lookup_elem(&held, &tgid);
+	if (h)
+		return h;
+	struct mt_held fresh = {
+		.start_boottime = BPF_CORE_READ(task, group_leader, start_boottime),
+	};
+	bpf_map_update_elem(&held, &tgid, &fresh, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&held, &tgid);
+}
+
+/*
+ * Every reason of the word ends at once: an exit, or a pid that starts a new process. Counted
+ * as ended by exit, per reason.
+ */
+static __always_inline void end_holds(__u32 tgid)
+{
+	__u32 *w = hold_word(tgid);
+	if (!w)
+		return;
+	__u32 old = *(volatile __u32 *)w, next = 0;
+	for (int i = 0; i < 8; i++) {
+		__u32 reasons = mt_hold_end_all(old, &next);
+		if (!reasons && !(old & MT_HOLD_RESUMING))
+			return;
+		__u32 seen = __sync_val_compare_and_swap(w, old, next);
+		if (seen == old) {
+			for (__u32 r = 0; r < MT_HOLD_REASONS; r++) {
+				if (reasons & (1u << r)) {
+					__sync_fetch_and_sub(&holds_outstanding[r], 1);
+					count(MT_COUNTER_HOLDS_EXITED + r);
+				}
+			}
+			return;
+		}
+		old = seen;
+	}
+	count(MT_COUNTER_HOLD_FAILED);
+}
+
+/*
+ * The one way BPF pauses a process (hold.h states the protocol): claim `reason` in the
+ * process's hold word as a sender, send SIGSTOP, stop being a sender. `task` is the process to
+ * stop, NULL for the current one. With `resend`, a reason already held is sent again (ring
+ * pressure: the thread writing must stop, whatever stopped the others). Returns true when this
+ * call took the reason, which then counts as a pause begun.
+ */
+static __always_inline bool hold_process(struct task_struct *task, __u32 tgid, __u32 reason, bool resend)
+{
+	__u32 *w = hold_word(tgid);
+	struct mt_held *h = held_entry(task ? task : bpf_get_current_task_btf(), tgid);
+	if (!w || !h) {
+		count(MT_COUNTER_HOLD_FAILED);
+		return false;
+	}
+	__u32 old = *(volatile __u32 *)w, next = 0;
+	bool claimed = false;
+	for (int i = 0; i < 8; i++) {
+		if (!mt_hold_claim(old, reason, resend, &next))
+			return false;
+		__u32 seen = __sync_val_compare_and_swap(w, old, next);
+		if (seen == old) {
+			claimed = true;
+			break;
+		}
+		old = seen;
+	}
+	if (!claimed) {
+		count(MT_COUNTER_HOLD_FAILED);
+		return false;
+	}
+	__u32 r = mt_hold_reason_index(reason);
+	bool taken = !(old & reason);
+	if (taken) {
+		h->since_ns[r & (MT_HOLD_REASONS - 1)] = bpf_ktime_get_ns();
+		__sync_fetch_and_add(&holds_outstanding[r & (MT_HOLD_REASONS - 1)], 1);
+		count(MT_COUNTER_HOLDS_TAKEN + r);
+	}
+	/*
+	 * Checked after the claim: whoever closes waits for this sender to finish. The current
+	 * process gets the SIGSTOP on this thread: a SIGSTOP sent to the process goes to a thread
+	 * the kernel picks, often one asleep (a thread waiting in pthread_join), and until that one
+	 * runs and starts the group stop the writers run on (measured: ~3500 records past the mark
+	 * with 8 writer threads beside a busy loop). Taken by this thread on its way back to user
+	 * space, it stops the whole group at once; a SIGCONT to the process cancels it like any.
+	 */
+	if (!holds_closed()) {
+		long err = task ? bpf_send_signal_task(task, SIGSTOP, PIDTYPE_TGID, 0) : bpf_send_signal_thread(SIGSTOP);
+		count(err ? MT_COUNTER_SIGNAL_FAILED : MT_COUNTER_HOLD_SIGNALS);
+	}
+	__sync_fetch_and_sub(w, MT_HOLD_SENDER_ONE);
+	return taken;
+}
+
+static __always_inline void note_fill(__u32 ring, __u64 fill)
+{
+	unsigned long *m = &max_fill_bytes[ring & 1];
+	unsigned long cur = *(volatile unsigned long *)m;
+	for (int i = 0; i < 4 && fill > cur; i++) {
+		unsigned long seen = __sync_val_compare_and_swap(m, cur, fill);
+		if (seen == cur)
+			break;
+		cur = seen;
+	}
+}
+
+/* Pause the producer when a ring is nearly full (`fill` bytes); PressureControl releases it. */
+static __always_inline void apply_pressure_at(__u32 ring, __u64 fill, __u64 stop_at)
+{
+	note_fill(ring, fill);
 	if (fill < stop_at)
 		return;
-	if (stop_current(&pressure_stopped)) {
-		__sync_fetch_and_add(&stops_outstanding, 1);
-		count(MT_COUNTER_STOPS);
-	}
+	hold_process(NULL, bpf_get_current_pid_tgid() >> 32, MT_HOLD_PRESSURE, true);
 }
 
-static __always_inline void apply_pressure(void *ring, __u64 stop_at)
+static __always_inline void apply_pressure(__u32 ring, void *map, __u64 stop_at)
 {
-	apply_pressure_at(bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA), stop_at);
+	apply_pressure_at(ring, bpf_ringbuf_query(map, BPF_RB_AVAIL_DATA), stop_at);
 }
 
 static __always_inline void emit_record(__u32 kind, __u64 addr, __u64 size, __u64 old_addr, __u32 flags,
@@ -201,7 +314,7 @@ static __always_inline void emit_record(__u32 kind, __u64 addr, __u64 size, __u6
 		count(MT_COUNTER_DROPPED);
 		/* A full ring must pause this producer too, or it keeps losing records. */
 		if (pressure)
-			apply_pressure(&events, stop_bytes);
+			apply_pressure(0, &events, stop_bytes);
 		return;
 	}
 	__u64 id = bpf_get_current_pid_tgid();
@@ -216,7 +329,9 @@ static __always_inline void emit_record(__u32 kind, __u64 addr, __u64 size, __u6
 	__u64 fill = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
 	bpf_ringbuf_submit(r, fill < wakeup_bytes ? BPF_RB_NO_WAKEUP : 0);
 	if (pressure)
-		apply_pressure_at(fill, stop_bytes);
+		apply_pressure_at(0, fill, stop_bytes);
+	else
+		note_fill(0, fill);
 }
 
 static __always_inline void emit(__u32 kind, __u64 addr, __u64 size, __u64 old_addr, __u32 flags)
@@ -261,34 +376,36 @@ static __always_inline __u64 capture_stack(struct pt_regs *ctx)
 		return h;
 
 	bool new_maps = bpf_map_lookup_elem(&maps_known, &tgid) == NULL;
+	__u32 record_bytes = MT_STACK_HEADER_BYTES + (nr & MT_MAX_FRAMES) * 8;
+	/*
+	 * Room first, then the pause, then the record: a record the Symbolizer can read always
+	 * comes after the pause it answers, and a record that cannot be sent holds nobody.
+	 */
+	struct bpf_dynptr out;
+	if (bpf_ringbuf_reserve_dynptr(&stacks, record_bytes, 0, &out) != 0) {
+		bpf_ringbuf_discard_dynptr(&out, 0);
+		count(MT_COUNTER_STACKS_DROPPED); /* not marked seen: the next occurrence retries */
+		apply_pressure(1, &stacks, stack_stop_bytes);
+		return h;
+	}
 	s->hash = h;
 	s->pid = tgid;
 	s->nr = nr;
-	s->flags = new_maps ? MT_STACK_NEW_MAPS : 0;
-	/*
-	 * The pause is published before the record goes out: the Symbolizer answers the record by
-	 * resuming the process, and a record read before its pause was published (a producer
-	 * preempted between the two) left the process stopped for good.
-	 */
-	bool held = new_maps && stop_current(&snapshot_stopped);
-	if (bpf_ringbuf_output(&stacks, s, MT_STACK_HEADER_BYTES + (nr & MT_MAX_FRAMES) * 8, 0) != 0) {
-		count(MT_COUNTER_STACKS_DROPPED); /* not marked seen: the next occurrence retries */
-		if (held) {
-			/* No record will ask for this pause to end: take it back. */
-			bpf_map_delete_elem(&snapshot_stopped, &tgid);
-			bpf_send_signal(SIGCONT);
-		}
-		apply_pressure(&stacks, stack_stop_bytes);
-		return h;
+	s->flags = 0;
+	if (new_maps) {
+		s->flags = MT_STACK_NEW_MAPS;
+		/* Paused until the Symbolizer has read its mappings, so a quick exit cannot beat it. */
+		if (hold_process(NULL, tgid, MT_HOLD_SNAPSHOT, false))
+			s->flags |= MT_STACK_HELD;
 	}
+	bpf_dynptr_write(&out, 0, s, record_bytes, 0);
+	bpf_ringbuf_submit_dynptr(&out, 0);
 	count(MT_COUNTER_STACKS_SENT);
 	__u8 one = 1;
 	bpf_map_update_elem(&seen_stacks, &h, &one, BPF_ANY);
 	if (new_maps)
 		bpf_map_update_elem(&maps_known, &tgid, &one, BPF_ANY);
-	if (held)
-		count(MT_COUNTER_SNAPSHOT_STOPS);
-	apply_pressure(&stacks, stack_stop_bytes);
+	apply_pressure(1, &stacks, stack_stop_bytes);
 	return h;
 }
 
@@ -503,29 +620,21 @@ int alloc_return(struct pt_regs *ctx)
 
 /*
  * A forked child inherits its parent's breakpoints but not its parent's links, whose filter
- * names the parent: it would run unrecorded. Stop it before it first runs (signal first, then
- * publish, as stop_current does) and tell user space, which attaches the child's own links and
- * resumes it.
+ * names the parent: it would run unrecorded. Hold it before it first runs and tell user space,
+ * which attaches the child's own links and releases it.
  */
 static __always_inline void hold_for_probes(struct task_struct *parent, struct task_struct *child, __u32 child_tgid)
 {
-	if (bpf_send_signal_task(child, SIGSTOP, PIDTYPE_TGID, 0) != 0) {
+	if (!hold_process(child, child_tgid, MT_HOLD_SPAWN, false)) {
 		count(MT_COUNTER_SPAWN_UNSTOPPED);
 		return;
 	}
-	struct mt_stop stop = {
-		.stop_ns = bpf_ktime_get_ns(),
-		.start_boottime = BPF_CORE_READ(child, group_leader, start_boottime),
-		.resuming = 0,
-	};
-	bpf_map_update_elem(&spawn_stopped, &child_tgid, &stop, BPF_ANY);
-	count(MT_COUNTER_SPAWN_STOPS);
 	struct mt_spawn spawn = {
 		.pid = child_tgid,
 		.parent = BPF_CORE_READ(parent, tgid),
-		.start_boottime = stop.start_boottime,
+		.start_boottime = BPF_CORE_READ(child, group_leader, start_boottime),
 	};
-	/* Lost notices are found by user space's scan of spawn_stopped. */
+	/* Lost notices are found by user space's scan of the held index. */
 	if (bpf_ringbuf_output(&spawns, &spawn, sizeof(spawn), BPF_RB_FORCE_WAKEUP) != 0)
 		count(MT_COUNTER_SPAWNS_DROPPED);
 }
@@ -539,6 +648,9 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		return 0; /* a new thread, or not ours */
 	__u32 shared = MT_TRACKED_SHARED; /* until user space gives it links of its own */
 	bpf_map_update_elem(&tracked, &child_tgid, &shared, BPF_ANY);
+	/* A reused pid starts with no pause: whatever a dead process's straggler left ends here. */
+	end_holds(child_tgid);
+	bpf_map_delete_elem(&held, &child_tgid);
 	emit(MT_KIND_FORK, child_tgid, 0, 0, 0);
 	if (per_process_links)
 		hold_for_probes(parent, child, child_tgid);
@@ -562,13 +674,9 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	__u32 tgid = BPF_CORE_READ(task, tgid);
 	if (BPF_CORE_READ(task, pid) != tgid || !bpf_map_lookup_elem(&tracked, &tgid))
 		return 0;
-	/* A process that dies while pressure-stopped must not be signalled later. */
-	struct mt_stop *stop = bpf_map_lookup_elem(&pressure_stopped, &tgid);
-	if (stop && !stop->resuming && bpf_map_delete_elem(&pressure_stopped, &tgid) == 0)
-		__sync_fetch_and_sub(&stops_outstanding, 1);
-	bpf_map_delete_elem(&pressure_stopped, &tgid);
-	bpf_map_delete_elem(&snapshot_stopped, &tgid);
-	bpf_map_delete_elem(&spawn_stopped, &tgid);
+	/* A process that dies while held must not be signalled later. */
+	end_holds(tgid);
+	bpf_map_delete_elem(&held, &tgid);
 	bpf_map_delete_elem(&maps_known, &tgid);
 	bpf_map_delete_elem(&tracked, &tgid);
 	emit_record(MT_KIND_EXIT, 0, BPF_CORE_READ(task, exit_code), 0, 0, false, 0); /* no SIGSTOP to a dying process */

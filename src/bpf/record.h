@@ -101,6 +101,7 @@ enum mt_func {
  */
 #define MT_MAX_FRAMES 127
 #define MT_STACK_NEW_MAPS 0x1u /* first stack since the process started, exec'd or mapped code */
+#define MT_STACK_HELD 0x2u     /* this record holds its process (MT_HOLD_SNAPSHOT) until answered */
 
 struct mt_stack_record {
 	__u64 hash;
@@ -115,40 +116,31 @@ struct mt_stack_record {
 enum mt_counter {
 	MT_COUNTER_DROPPED = 0,  /* failed ring reservations: must stay 0 */
 	MT_COUNTER_NESTED,       /* allocator calls made inside another one, not recorded */
-	MT_COUNTER_STOPS,        /* SIGSTOPs sent for ring pressure */
 	MT_COUNTER_STALE_FRAME,  /* outer call never returned (exception, longjmp): state reset */
 	MT_COUNTER_STACKS_CAPTURED, /* allocation events that carry a stack hash */
 	MT_COUNTER_STACKS_SENT,     /* stack records written to the stacks ring */
 	MT_COUNTER_STACK_ERRORS,    /* bpf_get_stack failed: the event has no stack */
 	MT_COUNTER_STACKS_DROPPED,  /* stack records the stacks ring had no room for: must stay 0 */
-	MT_COUNTER_SNAPSHOT_STOPS,  /* processes paused until their mappings were read */
-	MT_COUNTER_SIGNAL_FAILED,   /* bpf_send_signal(SIGSTOP) refused: the producer ran on */
-	MT_COUNTER_SPAWN_STOPS,     /* new processes paused until their own probes were attached */
-	MT_COUNTER_SPAWN_UNSTOPPED, /* new processes that could not be paused: may lose events */
+	MT_COUNTER_SIGNAL_FAILED,   /* a SIGSTOP the kernel refused: the process ran on */
+	MT_COUNTER_SPAWN_UNSTOPPED, /* new processes that could not be held: may lose events */
 	MT_COUNTER_SPAWNS_DROPPED,  /* spawn notices the spawns ring had no room for (found by scan) */
-	MT_COUNTER_MAX,
+	MT_COUNTER_HOLD_SIGNALS,    /* SIGSTOPs sent (pressure re-sends one per record above the mark) */
+	MT_COUNTER_HOLD_FAILED,     /* pauses not taken: no hold word, a full `held` index, contention */
+	/* Pauses begun, one counter per reason (index mt_hold_reason_index, hold.h). */
+	MT_COUNTER_HOLDS_TAKEN,
+	/* Pauses ended by the process's exit (or a reused pid's fresh start), per reason. */
+	MT_COUNTER_HOLDS_EXITED = MT_COUNTER_HOLDS_TAKEN + 4,
+	MT_COUNTER_MAX = MT_COUNTER_HOLDS_EXITED + 4,
 };
 
 /*
  * A new process of the tracked tree, sent on the `spawns` ring so user space attaches its own
- * probes (links filtered to that process) while BPF holds it stopped in `spawn_stopped`.
+ * probes (links filtered to that process) while BPF holds it (MT_HOLD_SPAWN, hold.h).
  */
 struct mt_spawn {
 	__u32 pid;
 	__u32 parent;
 	__u64 start_boottime;
-};
-
-/* Value of the stop maps (pressure_stopped, snapshot_stopped, spawn_stopped), keyed by tgid. */
-struct mt_stop {
-	__u64 stop_ns;        /* CLOCK_MONOTONIC ns when SIGSTOP was sent */
-	__u64 start_boottime; /* the process's start (task->start_boottime), guards against pid reuse */
-	/*
-	 * 1: user space is resuming it (marked before SIGCONT, never deleted by user space), so BPF
-	 * may stop it again. The entry stays until the process exits: if memtrack dies between the
-	 * mark and the SIGCONT, the stop guard still finds it.
-	 */
-	__u64 resuming;
 };
 
 #endif

@@ -84,13 +84,6 @@ boost::json::array frames_to_json(const std::vector<Frame>& frames) {
     return list;
 }
 
-// <prefix>.MemtrackArtifact.msgpack -> <prefix>.MemtrackStacks.msgpack; empty if not so named.
-std::string stacks_path_for(const std::string& artifact) {
-    constexpr std::string_view kArtifact = ".MemtrackArtifact.msgpack";
-    if (!artifact.ends_with(kArtifact)) return {};
-    return artifact.substr(0, artifact.size() - kArtifact.size()) + ".MemtrackStacks.msgpack";
-}
-
 int dump_stacks(const std::string& path) {
     std::string line;
     auto result = read_stacks(path, [&](uint64_t hash, int32_t pid, std::vector<Frame>&& frames) {

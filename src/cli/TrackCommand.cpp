@@ -34,7 +34,9 @@
 #include "probes/BpfSession.hpp"
 #include "process/ChildLauncher.hpp"
 #include "process/StopGuard.hpp"
-#include "process/StopRelease.hpp"
+#include "process/HoldMaps.hpp"
+#include "process/ProcessHolds.hpp"
+#include "report/TrackSummary.hpp"
 #include "ring/RingView.hpp"
 #include "symbols/Resolver.hpp"
 
@@ -98,25 +100,28 @@ public:
              std::optional<ZstdFileWriter> stacks_file, std::unique_ptr<Resolver> resolver, HeldChild& child,
              Control* control)
         : io_(io), opt_(opt), bpf_(bpf), child_(child), control_(control),
+          hold_maps_(value_or_throw(HoldMaps::open(bpf.holds_map_fd(), bpf.held_map_fd(), bpf.hold_words(),
+                                                   bpf.holds_outstanding()))),
+          holds_(io_, hold_maps_, hold_signals_, stats_, [&bpf](uint32_t i) { return bpf.counter(i); }),
           events_(io, value_or_throw(RingView::map(bpf.events_ring_fd())), stats_, consumer_options(RingConsumer::Records::Events)),
           writer_(io_, events_.queue, std::move(artifact), stats_),
-          pressure_(io_, bpf_, stats_, WatermarkPolicy{opt.stop_fill, opt.resume_fill}),
+          pressure_(io_, holds_, WatermarkPolicy{opt.stop_fill, opt.resume_fill}),
           exit_watch_(io_, ::dup(child.pidfd())), signals_(io_, SIGINT, SIGTERM, SIGHUP) {
-        connect(events_, writer_, 0);
+        connect(events_, writer_);
         pressure_.watch(&events_.ring);
         std::vector<DrainBarrier::Lane> lanes{{&events_.ring, &events_.consumer, &writer_}};
         if (stacks_file) {
             stacks_.emplace(io, value_or_throw(RingView::map(bpf.stacks_ring_fd())), stats_,
                             consumer_options(RingConsumer::Records::Stacks));
-            symbolizer_.emplace(io_, stacks_->queue, std::move(*stacks_file), stats_, bpf.snapshot_map_fd(),
-                                bpf.stop_maps(), std::move(resolver), std::chrono::microseconds(opt.symbolize_delay_us));
-            connect(*stacks_, *symbolizer_, 1);
+            symbolizer_.emplace(io_, stacks_->queue, std::move(*stacks_file), stats_, &holds_, std::move(resolver),
+                                std::chrono::microseconds(opt.symbolize_delay_us));
+            connect(*stacks_, *symbolizer_);
             pressure_.watch(&stacks_->ring);
             lanes.push_back({&stacks_->ring, &stacks_->consumer, &*symbolizer_});
         }
         drains_.emplace(io_, std::move(lanes), stats_);
         if (bpf_.per_process_links()) {
-            links_.emplace(io_, bpf_, stats_);
+            links_.emplace(io_, bpf_, holds_, stats_);
             if (auto r = links_->attach_now(child.pid()); !r) throw FatalError("BPF attach failed: " + r.error().message());
         }
         writer_.add_root_process(child.pid(), monotonic_ns());
@@ -181,13 +186,13 @@ private:
                 std::chrono::milliseconds(10)};
     }
 
-    void connect(Lane& lane, BatchSink& sink, size_t ring_index) {
+    void connect(Lane& lane, BatchSink& sink) {
         lane.consumer.set_batch_ready([&sink] { sink.notify(); });
         sink.set_queue_space([&lane] { lane.consumer.on_queue_space(); });
         lane.consumer.set_batch_pool(&lane.pool);
         sink.set_batch_pool(&lane.pool);
         lane.consumer.set_chunk_observer(
-            [this, ring_index](uint64_t, double fill) { pressure_.on_chunk(ring_index, fill); });
+            [this](uint64_t, double fill) { pressure_.on_chunk(fill); });
     }
 
     template <typename Fn>
@@ -228,13 +233,12 @@ private:
     }
 
     boost::json::object live_stats() {
-        stats_.set_kernel_counters(bpf_.counter(MT_COUNTER_DROPPED), bpf_.counter(MT_COUNTER_STOPS),
-                                   bpf_.counter(MT_COUNTER_NESTED), bpf_.counter(MT_COUNTER_SIGNAL_FAILED));
+        stats_.set_kernel_counters(bpf_.counter(MT_COUNTER_DROPPED), bpf_.counter(MT_COUNTER_NESTED));
+        stats_.set_pauses(holds_.counts());
+        stats_.set_max_fill(bpf_.max_fill_bytes(0), bpf_.max_fill_bytes(1), opt_.ring_size, bpf_.stop_bytes());
         stats_.set_stack_counters(bpf_.counter(MT_COUNTER_STACKS_CAPTURED), bpf_.counter(MT_COUNTER_STACKS_SENT),
-                                  bpf_.counter(MT_COUNTER_STACK_ERRORS), bpf_.counter(MT_COUNTER_STACKS_DROPPED),
-                                  bpf_.counter(MT_COUNTER_SNAPSHOT_STOPS));
-        stats_.set_spawn_counters(bpf_.counter(MT_COUNTER_SPAWN_STOPS), bpf_.counter(MT_COUNTER_SPAWN_UNSTOPPED),
-                                  bpf_.counter(MT_COUNTER_SPAWNS_DROPPED));
+                                  bpf_.counter(MT_COUNTER_STACK_ERRORS), bpf_.counter(MT_COUNTER_STACKS_DROPPED));
+        stats_.set_spawn_counters(bpf_.counter(MT_COUNTER_SPAWN_UNSTOPPED), bpf_.counter(MT_COUNTER_SPAWNS_DROPPED));
         return stats_.to_json();
     }
 
@@ -346,11 +350,8 @@ private:
     }
 
     void pressure_resume_remaining() {
-        const StopMaps maps = bpf_.stop_maps();
-        resume_all_maps(maps);
-        size_t left = 0;
-        for (int map_fd : maps) left += count_stopped(map_fd);
-        stats_.set_stopped_at_exit(left);
+        const FinalPass pass = holds_.close();
+        stats_.set_stopped_at_exit(pass.senders_left);
     }
 
     std::optional<int> wait_with_timeout(std::chrono::milliseconds limit) {
@@ -368,6 +369,9 @@ private:
     HeldChild& child_;
     Control* control_;
     Stats stats_;
+    HoldMaps hold_maps_;
+    PidfdSignals hold_signals_;
+    ProcessHolds holds_;  // before every actor that ends a pause
     Lane events_;
     Writer writer_;
     std::optional<Lane> stacks_;
@@ -394,6 +398,7 @@ int run_track(const TrackOptions& opt_in) {
     TrackOptions opt = opt_in;
     if (opt.stats_file.empty())
         if (const char* env = std::getenv("MEMTRACK_STATS")) opt.stats_file = env;
+    if (const char* env = std::getenv("MEMTRACK_NO_SUMMARY"); env && std::string_view(env) == "1") opt.summary = false;
     check_options(opt);
     require_bpf_privileges();
     const auto argv = command_argv(opt.command);
@@ -403,6 +408,8 @@ int run_track(const TrackOptions& opt_in) {
     }
     const std::string dir = prepare_output_dir(opt.output_dir);
     ::signal(SIGPIPE, SIG_IGN);
+    // The guard first of all: memtrack has no other thread yet, and no BPF object.
+    StopGuard guard = value_or_throw(StopGuard::start());
 
     // The socket first: a client may connect while the slow start-up below runs.
     asio::io_context io;
@@ -418,7 +425,6 @@ int run_track(const TrackOptions& opt_in) {
         resolver->preload(likely_modules(opt, argv[0]));
     }
     std::unique_ptr<BpfSession> bpf;
-    std::optional<StopGuard> guard;  // declared after bpf: destroyed first, after the final pass
     const uint64_t t0 = monotonic_ns();
     try {
         BpfConfig cfg;
@@ -434,8 +440,8 @@ int run_track(const TrackOptions& opt_in) {
         cfg.per_process_links = !opt.system_wide_probes;
         bpf = BpfSession::open_and_load(cfg);
         log::info("loaded at {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
-        guard.emplace(value_or_throw(
-            StopGuard::start(bpf->stop_maps(), bpf->recording_flag())));
+        if (auto armed = guard.arm(bpf->holds_map_fd(), bpf->held_map_fd(), bpf->hold_words()); !armed)
+            throw FatalError("stop guard: " + armed.error().message());
         bpf->attach_tracepoints();
         log::info("tracepoints at {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
         bpf->attach_allocator_probes();
@@ -484,6 +490,7 @@ int run_track(const TrackOptions& opt_in) {
         log::error("cannot run {}: {}", argv[0], std::strerror(err));
         return err == ENOENT ? 127 : 126;
     }
+    if (opt.summary) report::print_track_summary(artifact_path);
     return status;
 }
 

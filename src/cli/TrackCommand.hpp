@@ -27,6 +27,9 @@ struct TrackOptions {
     bool system_wide_probes = false;  // probes trap in every process, not only the tracked ones
     uint32_t max_frames = 64;
     uint64_t stack_ring_size = 16ull << 20;
+    // At the end, the three-line summary and the report command (re-reads the artifact once);
+    // off with --no-summary or MEMTRACK_NO_SUMMARY=1.
+    bool summary = true;
 };
 
 // Returns memtrack's exit status: the command's, or non-zero when records were dropped.

@@ -94,6 +94,8 @@ struct DCtxDeleter {
     void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
 };
 
+bool refer_to_buffer(msgpack::type::object_type, std::size_t, void*) { return true; }
+
 // Decompressed bytes not yet decoded, and where they sit in the decompressed stream.
 class ValueDecoder {
 public:
@@ -107,9 +109,15 @@ public:
         std::optional<Error> err;
         while (pos < pending_.size()) {
             size_t next = pos;
-            msgpack::object_handle oh;
+            msgpack::object value;
             try {
-                oh = msgpack::unpack(pending_.data(), pending_.size(), next, nullptr, nullptr, limits_);
+                // One zone for every value, emptied before each: a fresh one per value (what
+                // msgpack::unpack without a zone makes) costs a malloc and a free per event.
+                // Strings and bins point into pending_ rather than being copied into the zone:
+                // the value is used and dropped before pending_ changes.
+                zone_.clear();
+                value = msgpack::unpack(zone_, pending_.data(), pending_.size(), next, refer_to_buffer, nullptr,
+                                        limits_);
             } catch (const msgpack::insufficient_bytes&) {
                 // The value continues in the next decompressed chunk; parse it again from its
                 // start then. Values are small next to a chunk, so re-parsing costs little.
@@ -118,7 +126,7 @@ public:
                 err = corrupt(base_ + pos, fmt::format("invalid MessagePack: {}", ex.what()));
                 break;
             }
-            if (auto bad = on_value_(oh.get(), base_ + pos)) {
+            if (auto bad = on_value_(value, base_ + pos)) {
                 err = corrupt(base_ + pos, std::move(*bad));
                 break;
             }
@@ -147,6 +155,7 @@ private:
     const msgpack::unpack_limit& limits_;
     std::string_view noun_;
     const OnValue& on_value_;
+    msgpack::zone zone_;  // holds the value being delivered
     std::string pending_;
     uint64_t base_ = 0;  // decompressed offset of pending_[0]
     uint64_t count_ = 0;

@@ -107,6 +107,12 @@ std::optional<std::string> to_stack(const msgpack::object& o, Stack& s) {
 
 }  // namespace
 
+std::string stacks_path_for(const std::string& artifact) {
+    constexpr std::string_view kArtifact = ".MemtrackArtifact.msgpack";
+    if (!artifact.ends_with(kArtifact)) return {};
+    return artifact.substr(0, artifact.size() - kArtifact.size()) + ".MemtrackStacks.msgpack";
+}
+
 void encode_stack(uint64_t hash, int32_t pid, const std::vector<Frame>& frames, std::string& out) {
     using msgpack_stream::pack_string;
     using msgpack_stream::StringSink;

@@ -9,6 +9,7 @@
 #include <bpf/libbpf.h>
 
 #include <cstdarg>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -16,6 +17,7 @@
 #include "core/Result.hpp"
 #include "memtrack.bpf.skel.h"
 #include "bpf/record.h"
+#include "bpf/hold.h"
 #include "probes/AllocatorProbes.hpp"
 
 namespace memtrack {
@@ -55,6 +57,16 @@ bool kernel_signals_tasks() {
     unsigned major = 0, minor = 0;
     if (::uname(&u) != 0 || std::sscanf(u.release, "%u.%u", &major, &minor) != 2) return false;
     return major > 6 || (major == 6 && minor >= 13);
+}
+
+// Hold words for every pid the kernel may hand out (pid_max), in whole pages of
+// MT_HOLD_WORDS_PER_PAGE: the `holds` map's max_entries is this / MT_HOLD_WORDS_PER_PAGE.
+uint32_t hold_words_for_pid_max() {
+    uint64_t pid_max = 4194304;  // the kernel's ceiling, when /proc does not say
+    std::ifstream f("/proc/sys/kernel/pid_max");
+    if (uint64_t v = 0; f >> v && v > 0 && v <= pid_max) pid_max = v;
+    const uint64_t pages = (pid_max + MT_HOLD_WORDS_PER_PAGE - 1) / MT_HOLD_WORDS_PER_PAGE;
+    return uint32_t(pages * MT_HOLD_WORDS_PER_PAGE);
 }
 
 bool has_capability(const __user_cap_data_struct (&data)[2], int cap) {
@@ -100,6 +112,9 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
     if (cfg.per_process_links && !s->per_process_)
         log::info("kernel before 6.13: allocator probes trap in every process using the libraries");
     s->skel_->rodata->per_process_links = s->per_process_;
+    s->hold_words_ = hold_words_for_pid_max();
+    if (bpf_map__set_max_entries(s->skel_->maps.holds, s->hold_words_ / MT_HOLD_WORDS_PER_PAGE) != 0)
+        fail("holds resize", errno);
     // One program serves every allocator entry (and one every return) through uprobe_multi.
     for (bpf_program* p : {s->skel_->progs.alloc_entry, s->skel_->progs.alloc_return})
         bpf_program__set_expected_attach_type(p, bpf_attach_type(kAttachTypeUprobeMulti));
@@ -216,19 +231,21 @@ bool BpfSession::recording() const {
     return std::atomic_ref<uint32_t>(skel_->bss->recording).load() != 0;
 }
 
-uint32_t* BpfSession::recording_flag() { return &skel_->bss->recording; }
-
 int BpfSession::events_ring_fd() const { return bpf_map__fd(skel_->maps.events); }
 int BpfSession::stacks_ring_fd() const { return bpf_map__fd(skel_->maps.stacks); }
-int BpfSession::pressure_map_fd() const { return bpf_map__fd(skel_->maps.pressure_stopped); }
-int BpfSession::snapshot_map_fd() const { return bpf_map__fd(skel_->maps.snapshot_stopped); }
-int BpfSession::spawn_map_fd() const { return bpf_map__fd(skel_->maps.spawn_stopped); }
+int BpfSession::holds_map_fd() const { return bpf_map__fd(skel_->maps.holds); }
+int BpfSession::held_map_fd() const { return bpf_map__fd(skel_->maps.held); }
 int BpfSession::spawns_ring_fd() const { return bpf_map__fd(skel_->maps.spawns); }
-std::vector<int> BpfSession::stop_maps() const { return {pressure_map_fd(), snapshot_map_fd(), spawn_map_fd()}; }
-
-std::atomic_ref<uint64_t> BpfSession::stops_outstanding() {
+uint64_t* BpfSession::holds_outstanding() {
     // Declared `unsigned long` in BPF so the skeleton's type is uint64_t's on this ABI.
-    return std::atomic_ref<uint64_t>(skel_->bss->stops_outstanding);
+    static_assert(sizeof(skel_->bss->holds_outstanding[0]) == sizeof(uint64_t));
+    return reinterpret_cast<uint64_t*>(skel_->bss->holds_outstanding);
+}
+
+uint64_t BpfSession::stop_bytes() const { return skel_->rodata->stop_bytes; }
+
+uint64_t BpfSession::max_fill_bytes(int ring) const {
+    return std::atomic_ref<unsigned long>(skel_->bss->max_fill_bytes[ring & 1]).load(std::memory_order_relaxed);
 }
 
 uint64_t BpfSession::counter(uint32_t index) const {

@@ -61,16 +61,16 @@ public:
 
     int events_ring_fd() const;
     int stacks_ring_fd() const;
-    int pressure_map_fd() const;
-    int snapshot_map_fd() const;
-    int spawn_map_fd() const;
     int spawns_ring_fd() const;
-    // Every map a paused process is published in (pressure, snapshot, spawn).
-    std::vector<int> stop_maps() const;
-    // Entries in pressure_stopped, kept by BPF; user space decrements when it resumes one.
-    std::atomic_ref<uint64_t> stops_outstanding();
-    // The recording flag itself, in the mmapped .bss (for the stop guard, which inherits it).
-    uint32_t* recording_flag();
+    // The pause protocol's maps (src/bpf/hold.h): the hold words (hold_words() of them), the
+    // `held` index, and BPF's pauses-under-way counters in the mmapped .bss.
+    int holds_map_fd() const;
+    int held_map_fd() const;
+    uint32_t hold_words() const { return hold_words_; }
+    uint64_t* holds_outstanding();
+    // The highest fill, in bytes, BPF saw the events (0) or stacks (1) ring at.
+    uint64_t max_fill_bytes(int ring) const;
+    uint64_t stop_bytes() const;  // the events ring's stop mark
     uint64_t counter(uint32_t index) const;  // summed over CPUs
     const BpfConfig& config() const { return cfg_; }
     // Detaches every probe now (each link's fd closed); maps stay readable.
@@ -85,6 +85,7 @@ private:
     std::vector<UprobeMultiLink> uprobe_links_;
     std::vector<LibraryProbes> probes_;
     bool per_process_ = false;
+    uint32_t hold_words_ = 0;
 };
 
 // Throws the one-line error the CLI promises when memtrack lacks the privileges to trace.

@@ -1,12 +1,12 @@
 #pragma once
-// A tiny watchdog process that resumes every pressure-stopped process if memtrack dies
-// without doing so itself (SIGKILL, a crash): memtrack must never leave a process stopped.
-// It holds only the maps of stopped processes and a pipe; memtrack's exit, however it happens,
-// closes the pipe's other end and wakes it.
+// A tiny watchdog process that ends every pause if memtrack dies without doing so itself
+// (SIGKILL, a crash): memtrack must never leave a process stopped. It holds only the pause
+// protocol's maps (handed over by arm()) and one end of a socket pair; memtrack's exit, however
+// it happens, closes the other end and wakes it.
 #include <sys/types.h>
 
+#include <cstdint>
 #include <utility>
-#include <vector>
 
 #include "core/Fd.hpp"
 #include "core/Result.hpp"
@@ -15,22 +15,22 @@ namespace memtrack {
 
 class StopGuard {
 public:
-    // Fork it while memtrack is still single-threaded and before any probe is attached, so it
-    // holds no link that would keep probes alive.
-    // stopped_maps: the BPF maps of processes memtrack paused (pressure, mappings snapshot, new
-    // processes awaiting their probes).
-    // recording: the BPF recording flag in the mmapped .bss, which the guard inherits: turned
-    // off first, so that no producer is paused again while the dead memtrack's probes detach.
-    static Result<StopGuard> start(std::vector<int> stopped_maps, uint32_t* recording);
-    StopGuard(StopGuard&& o) noexcept : pid_(std::exchange(o.pid_, -1)), alive_(std::move(o.alive_)) {}
+    // Fork it first of all: while memtrack is single-threaded (no other thread can hold a lock
+    // at the fork) and before any BPF object exists (it holds no link that would keep probes
+    // alive). It runs in a session of its own, so a kill of memtrack's process group spares it.
+    static Result<StopGuard> start();
+    StopGuard(StopGuard&& o) noexcept : pid_(std::exchange(o.pid_, -1)), sock_(std::move(o.sock_)) {}
     StopGuard& operator=(StopGuard&&) = delete;
-    // Normal exit: lets the guard do its (then empty) pass and reaps it.
+    // Hands the guard the `holds` and `held` maps (src/bpf/hold.h), `words` hold words.
+    Result<void> arm(int holds_fd, int held_fd, uint32_t words);
+    pid_t pid() const { return pid_; }
+    // Normal exit: memtrack's own final pass is done; the guard's finds nothing, then it is reaped.
     ~StopGuard();
 
 private:
     StopGuard() = default;
     pid_t pid_ = -1;
-    Fd alive_;  // write end; never written, only closed
+    Fd sock_;  // memtrack's end: the maps go through it; a byte says "clean exit"
 };
 
 }  // namespace memtrack

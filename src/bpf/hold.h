@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pause protocol: one 32-bit hold word per process (the `holds` array, indexed by tgid),
+ * changed by compare-and-swap only, from BPF (which pauses) and from memtrack's ProcessHolds
+ * (the one thing that resumes). These are its transitions as pure functions, compiled into the
+ * BPF program and into the unit test that drives them from many threads.
+ *
+ * Signals settle by their order: of the SIGSTOPs and SIGCONTs sent to a process, the last one
+ * decides whether it ends up stopped (a SIGCONT cancels every SIGSTOP still pending). The
+ * protocol keeps, for every process, once no sender is in flight and no resume is under way:
+ *   the last signal memtrack or BPF sent it was a SIGSTOP  <=>  its word holds a reason.
+ * - A producer sets its reason and counts itself a sender *before* sending SIGSTOP, and stops
+ *   counting itself after: a release waits while any sender is in flight, so no SIGCONT can
+ *   overtake a SIGSTOP whose reason it did not see.
+ * - The release that clears the last reason marks the word RESUMING, sends SIGCONT, then clears
+ *   RESUMING; reasons set meanwhile (their SIGSTOPs may have been cancelled by that SIGCONT)
+ *   make it send a SIGSTOP of its own, after its SIGCONT. Nothing releases while RESUMING is set.
+ * - Ring pressure re-sends its SIGSTOP with every record written above the stop mark, even when
+ *   the reason is already held: a thread whose stop a resume cancelled stops at its next record.
+ */
+#ifndef MEMTRACK_HOLD_H
+#define MEMTRACK_HOLD_H
+
+#ifndef __bpf__
+#include <linux/types.h>
+#include <stdbool.h>
+#endif
+
+/* Why a process is held; one bit each. */
+#define MT_HOLD_PRESSURE 0x1u /* a ring it writes to is nearly full */
+#define MT_HOLD_SNAPSHOT 0x2u /* its first stack: held until its mappings are read */
+#define MT_HOLD_SPAWN 0x4u    /* a new process: held until its probes are attached */
+#define MT_HOLD_MODULE 0x8u   /* new code loaded: held until its allocators are probed */
+#define MT_HOLD_REASONS 4
+#define MT_HOLD_REASON_MASK 0xfu
+#define MT_HOLD_RESUMING 0x100u      /* a release is between its SIGCONT and its end */
+#define MT_HOLD_SENDER_ONE 0x10000u  /* senders: producers between their claim and their SIGSTOP */
+#define MT_HOLD_SENDER_MAX 0xffffu
+
+/*
+ * The `holds` array: elements of MT_HOLD_WORDS_PER_PAGE words, so the tgid's page is
+ * tgid / MT_HOLD_WORDS_PER_PAGE and user space maps it as one flat array indexed by tgid.
+ * Word 0 (tgid 0 is no process) is the closed flag: once set, no new pause is sent.
+ */
+#define MT_HOLD_WORDS_PER_PAGE 1024u
+#define MT_HOLD_CLOSED_WORD 0u
+
+struct mt_hold_page {
+	__u32 words[MT_HOLD_WORDS_PER_PAGE];
+};
+
+/* Value of the `held` index (tgid -> this): every process held at least once and not exited. */
+struct mt_held {
+	__u64 start_boottime;              /* task->start_boottime: guards against pid reuse */
+	__u64 since_ns[MT_HOLD_REASONS];   /* CLOCK_MONOTONIC ns when each reason was last taken */
+};
+
+static inline __u32 mt_hold_reasons(__u32 w) { return w & MT_HOLD_REASON_MASK; }
+static inline __u32 mt_hold_senders(__u32 w) { return w >> 16; }
+
+/* Index (0..MT_HOLD_REASONS-1) of a single reason bit. */
+static inline __u32 mt_hold_reason_index(__u32 reason)
+{
+	return reason == MT_HOLD_PRESSURE ? 0 : reason == MT_HOLD_SNAPSHOT ? 1 : reason == MT_HOLD_SPAWN ? 2 : 3;
+}
+
+/*
+ * A producer's claim before it sends SIGSTOP for `reason`: the reason set, one more sender.
+ * false: the claim must not be made (the reason is held already and `resend` is off, or the
+ * sender count is full).
+ */
+static inline bool mt_hold_claim(__u32 old, __u32 reason, bool resend, __u32 *next)
+{
+	if ((old & reason) && !resend)
+		return false;
+	if (mt_hold_senders(old) == MT_HOLD_SENDER_MAX)
+		return false;
+	*next = (old | reason) + MT_HOLD_SENDER_ONE;
+	return true;
+}
+
+/* After its SIGSTOP (sent or skipped): one sender less. */
+static inline __u32 mt_hold_sent(__u32 old) { return mt_hold_senders(old) ? old - MT_HOLD_SENDER_ONE : old; }
+
+enum mt_hold_release {
+	MT_RELEASE_NOT_HELD = 0, /* the reason is not held: nothing to do */
+	MT_RELEASE_BUSY,         /* a sender or a resume is in flight: try again shortly */
+	MT_RELEASE_KEPT,         /* released; another reason still holds the process */
+	MT_RELEASE_RESUME,       /* released, the last reason: send SIGCONT, then mt_hold_resumed */
+};
+
+static inline enum mt_hold_release mt_hold_release(__u32 old, __u32 reason, __u32 *next)
+{
+	if (!(old & reason))
+		return MT_RELEASE_NOT_HELD;
+	if (mt_hold_senders(old) || (old & MT_HOLD_RESUMING))
+		return MT_RELEASE_BUSY;
+	*next = old & ~reason;
+	if (mt_hold_reasons(*next))
+		return MT_RELEASE_KEPT;
+	*next |= MT_HOLD_RESUMING;
+	return MT_RELEASE_RESUME;
+}
+
+/* After the releaser's SIGCONT: RESUMING cleared. true: reasons were taken meanwhile, and the
+ * releaser must send a SIGSTOP of its own now. */
+static inline bool mt_hold_resumed(__u32 old, __u32 *next)
+{
+	*next = old & ~MT_HOLD_RESUMING;
+	return mt_hold_reasons(old) != 0;
+}
+
+/* Every reason ends at once (the process exited, or memtrack resumes everything for good);
+ * senders in flight keep their count. Returns the reasons that were held. */
+static inline __u32 mt_hold_end_all(__u32 old, __u32 *next)
+{
+	*next = old & ~(MT_HOLD_REASON_MASK | MT_HOLD_RESUMING);
+	return mt_hold_reasons(old);
+}
+
+#endif

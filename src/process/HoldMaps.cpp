@@ -1,0 +1,59 @@
+#include "process/HoldMaps.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include <unordered_set>
+#include <utility>
+
+#include "process/ProcessSignal.hpp"
+
+namespace memtrack {
+
+Result<HoldMaps> HoldMaps::open(int holds_fd, int held_fd, uint32_t words, uint64_t* outstanding) {
+    HoldMaps m;
+    m.holds_fd_.reset(::fcntl(holds_fd, F_DUPFD_CLOEXEC, 3));
+    m.held_fd_.reset(::fcntl(held_fd, F_DUPFD_CLOEXEC, 3));
+    if (!m.holds_fd_.valid() || !m.held_fd_.valid()) return errno_error("dup", "hold maps");
+    void* p = ::mmap(nullptr, size_t(words) * sizeof(uint32_t), PROT_READ | PROT_WRITE, MAP_SHARED, m.holds_fd_.get(), 0);
+    if (p == MAP_FAILED) return errno_error("mmap", "holds map");
+    m.words_ = static_cast<uint32_t*>(p);
+    m.capacity_ = words;
+    m.outstanding_ = outstanding;
+    return m;
+}
+
+HoldMaps::HoldMaps(HoldMaps&& o) noexcept
+    : holds_fd_(std::move(o.holds_fd_)), held_fd_(std::move(o.held_fd_)), words_(std::exchange(o.words_, nullptr)),
+      capacity_(std::exchange(o.capacity_, 0)), outstanding_(std::exchange(o.outstanding_, nullptr)) {}
+
+HoldMaps::~HoldMaps() {
+    if (words_) ::munmap(words_, size_t(capacity_) * sizeof(uint32_t));
+}
+
+std::vector<uint32_t> HoldMaps::indexed() const {
+    std::vector<uint32_t> pids;
+    std::unordered_set<uint32_t> seen;
+    uint32_t key = 0, next = 0;
+    // A key removed meanwhile restarts the walk at the first key: stop at the first repeat.
+    while (bpf_map_get_next_key(held_fd_.get(), pids.empty() ? nullptr : &key, &next) == 0 && seen.insert(next).second) {
+        pids.push_back(next);
+        key = next;
+    }
+    return pids;
+}
+
+std::optional<mt_held> HoldMaps::entry(uint32_t pid) const {
+    mt_held h{};
+    if (bpf_map_lookup_elem(held_fd_.get(), &pid, &h) != 0) return std::nullopt;
+    return h;
+}
+
+Result<bool> PidfdSignals::send(uint32_t pid, uint64_t start_boottime, int sig) {
+    return signal_same_process(int32_t(pid), start_boottime, sig);
+}
+
+}  // namespace memtrack

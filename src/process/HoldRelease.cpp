@@ -1,0 +1,106 @@
+#include "process/HoldRelease.hpp"
+
+#include <signal.h>
+
+#include <atomic>
+#include <thread>
+
+namespace memtrack {
+namespace {
+
+std::atomic_ref<uint32_t> word_of(HoldStore& store, uint32_t pid) { return std::atomic_ref<uint32_t>(store.words()[pid]); }
+
+void one_less(HoldStore& store, uint32_t reason_index) {
+    if (uint64_t* out = store.outstanding()) std::atomic_ref<uint64_t>(out[reason_index]).fetch_sub(1);
+}
+
+}  // namespace
+
+HoldRelease release_hold(HoldStore& store, HoldSignals& signals, uint32_t pid, uint32_t reason) {
+    HoldRelease out;
+    if (pid == MT_HOLD_CLOSED_WORD || pid >= store.capacity()) return out;
+    auto word = word_of(store, pid);
+    const uint32_t index = mt_hold_reason_index(reason);
+    uint32_t old = word.load();
+    std::optional<mt_held> entry;
+    enum mt_hold_release step = MT_RELEASE_NOT_HELD;
+    for (;;) {
+        uint32_t next = 0;
+        step = mt_hold_release(old, reason, &next);
+        if (step == MT_RELEASE_NOT_HELD) return out;
+        if (step == MT_RELEASE_BUSY) {
+            out.outcome = HoldRelease::Outcome::Busy;
+            return out;
+        }
+        // Read before the word changes: once the reason is gone, an exit may remove the entry.
+        entry = store.entry(pid);
+        if (word.compare_exchange_strong(old, next)) break;
+    }
+    one_less(store, index);
+    out.since_ns = entry ? entry->since_ns[index] : 0;
+    if (step == MT_RELEASE_KEPT) {
+        out.outcome = HoldRelease::Outcome::Kept;
+        return out;
+    }
+    // The last reason: SIGCONT while RESUMING keeps other releases out, then end the resume.
+    Result<bool> sent = entry ? signals.send(pid, entry->start_boottime, SIGCONT) : Result<bool>(false);
+    uint32_t cur = word.load(), after = 0;
+    bool restop = false;
+    do {
+        restop = mt_hold_resumed(cur, &after);
+    } while (!word.compare_exchange_weak(cur, after));
+    // Reasons taken while RESUMING: their SIGSTOPs may have been cancelled by ours; this one
+    // comes after our SIGCONT, so it holds.
+    if (restop && entry) {
+        if (auto again = signals.send(pid, entry->start_boottime, SIGSTOP); !again) out.error = again.error();
+    }
+    if (!sent) {
+        out.error = sent.error();
+        out.outcome = HoldRelease::Outcome::Gone;
+    } else {
+        out.outcome = *sent ? HoldRelease::Outcome::Resumed : HoldRelease::Outcome::Gone;
+    }
+    return out;
+}
+
+FinalPass release_all_for_good(HoldStore& store, HoldSignals& signals, std::chrono::milliseconds sender_wait) {
+    FinalPass pass;
+    // Closed first: a sender that checks after this sends nothing, and one that checked before
+    // is counted in its word, which is waited for below. Its entry was made before its claim.
+    word_of(store, MT_HOLD_CLOSED_WORD).store(1, std::memory_order_seq_cst);
+    for (uint32_t pid : store.indexed()) {
+        if (pid == MT_HOLD_CLOSED_WORD || pid >= store.capacity()) continue;
+        auto word = word_of(store, pid);
+        const auto deadline = std::chrono::steady_clock::now() + sender_wait;
+        while (mt_hold_senders(word.load()) && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::microseconds(50));
+        if (mt_hold_senders(word.load())) ++pass.senders_left;
+        const auto entry = store.entry(pid);
+        uint32_t old = word.load(), next = 0, reasons = 0;
+        do {
+            reasons = mt_hold_end_all(old, &next);
+            if (!reasons && !(old & MT_HOLD_RESUMING)) break;
+        } while (!word.compare_exchange_weak(old, next));
+        if (!reasons && !(old & MT_HOLD_RESUMING)) continue;
+        for (uint32_t r = 0; r < MT_HOLD_REASONS; ++r)
+            if (reasons & (1u << r)) {
+                ++pass.ended[r];
+                one_less(store, r);
+            }
+        if (entry) {
+            auto sent = signals.send(pid, entry->start_boottime, SIGCONT);
+            if (sent && *sent) ++pass.resumed;
+        }
+    }
+    return pass;
+}
+
+std::vector<uint32_t> pids_held_for(HoldStore& store, uint32_t reasons) {
+    std::vector<uint32_t> pids;
+    for (uint32_t pid : store.indexed())
+        if (pid != MT_HOLD_CLOSED_WORD && pid < store.capacity() && (word_of(store, pid).load() & reasons))
+            pids.push_back(pid);
+    return pids;
+}
+
+}  // namespace memtrack

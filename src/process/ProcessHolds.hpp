@@ -1,0 +1,79 @@
+#pragma once
+// Owns: every pause of a tracked process while memtrack runs (the hold words and the `held`
+// index, through a HoldStore), the only SIGCONTs memtrack sends, and the pause counters.
+// Accepts: release(pid, reason), release_every(reason, still_wanted, done), close() once the
+// io_context has stopped; from any thread: outstanding(reason), held_for(reasons), counts().
+//
+// The protocol is src/bpf/hold.h's; docs/ARCHITECTURE.md draws it as a state machine.
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include "actors/Messages.hpp"
+#include "bpf/hold.h"
+#include "process/HoldRelease.hpp"
+#include "process/HoldStore.hpp"
+
+namespace memtrack {
+
+class Stats;
+
+// Pauses per reason index (hold.h): begun (BPF), ended by memtrack, ended by the process's exit.
+// Once nothing is held, taken == released + exited for every reason.
+struct HoldCounts {
+    std::array<uint64_t, MT_HOLD_REASONS> taken{}, released{}, exited{};
+    uint64_t signals = 0;         // SIGSTOPs BPF sent
+    uint64_t signal_failures = 0; // SIGSTOPs the kernel refused
+    uint64_t failed = 0;          // pauses BPF could not take
+};
+
+class ProcessHolds {
+public:
+    // kernel_counter(i): BPF's counter i (record.h's mt_counter), summed over CPUs.
+    ProcessHolds(boost::asio::io_context& io, HoldStore& store, HoldSignals& signals, Stats& stats,
+                 std::function<uint64_t(uint32_t)> kernel_counter);
+
+    // Ends `reason` (one MT_HOLD_* bit) on pid, retrying shortly while senders are in flight.
+    void release(uint32_t pid, uint32_t reason);
+    // Ends `reason` on every process that holds it, one after the other while still_wanted()
+    // (asked before each), then done(). Busy ones are left for the caller's next call.
+    void release_every(uint32_t reason, std::function<bool()> still_wanted, Done done = {});
+    // Once the io_context has stopped: closes the protocol and resumes everything for good.
+    FinalPass close();
+
+    uint64_t outstanding(uint32_t reason) const;
+    std::vector<uint32_t> held_for(uint32_t reasons) const { return pids_held_for(store_, reasons); }
+    // pid's `held` entry (its start time, when each reason was taken), if it has one.
+    std::optional<mt_held> entry(uint32_t pid) const { return store_.entry(pid); }
+    // Processes held for any reason now (after close(): must be 0).
+    size_t still_held() const { return held_for(MT_HOLD_REASON_MASK).size(); }
+    HoldCounts counts() const;
+
+private:
+    // On strand_.
+    bool try_release(uint32_t pid, uint32_t reason);
+    void arm_retry();
+    void account(uint32_t pid, uint32_t reason, const HoldRelease& r);
+
+    Strand strand_;
+    HoldStore& store_;
+    HoldSignals& signals_;
+    Stats& stats_;
+    std::function<uint64_t(uint32_t)> kernel_counter_;
+    boost::asio::steady_timer retry_timer_;
+    std::set<std::pair<uint32_t, uint32_t>> retries_;  // (pid, reason) found busy
+    bool retry_armed_ = false;
+    std::array<std::atomic<uint64_t>, MT_HOLD_REASONS> released_{};
+    // Where release_every starts, per reason: it stops once the rings fill again, and starting
+    // at the same process every time left the last ones held for several rounds.
+    std::array<size_t, MT_HOLD_REASONS> next_first_{};
+};
+
+}  // namespace memtrack

@@ -1,0 +1,55 @@
+#include "process/ProcessSignal.hpp"
+
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+
+namespace memtrack {
+namespace {
+
+// The process's start time in clock ticks since boot: field 22 of /proc/PID/stat.
+std::optional<uint64_t> proc_start_ticks(int32_t pid) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(f, line)) return std::nullopt;
+    const auto close = line.rfind(')');  // the command name may hold spaces and parentheses
+    if (close == std::string::npos) return std::nullopt;
+    std::istringstream rest(line.substr(close + 2));
+    std::string field;
+    for (int i = 3; i <= 22; ++i)
+        if (!(rest >> field)) return std::nullopt;
+    return std::stoull(field);
+}
+
+}  // namespace
+
+Result<Fd> open_same_process(int32_t pid, uint64_t start_boottime_ns) {
+    Fd pidfd(int(::syscall(SYS_pidfd_open, pid, 0)));
+    if (!pidfd.valid()) {
+        if (errno == ESRCH) return Fd();  // gone
+        return errno_error("pidfd_open", std::to_string(pid));
+    }
+    const long hz = ::sysconf(_SC_CLK_TCK);
+    const auto ticks = proc_start_ticks(pid);
+    if (!ticks || *ticks != start_boottime_ns / (1000000000ull / uint64_t(hz))) return Fd();  // reused pid
+    return pidfd;
+}
+
+Result<bool> signal_same_process(int32_t pid, uint64_t start_boottime_ns, int sig) {
+    auto opened = open_same_process(pid, start_boottime_ns);
+    if (!opened) return opened.error();
+    const Fd pidfd = std::move(opened).value();
+    if (!pidfd.valid()) return false;  // gone or reused: nothing to signal
+    if (::syscall(SYS_pidfd_send_signal, pidfd.get(), sig, nullptr, 0) != 0) {
+        if (errno == ESRCH) return false;
+        return errno_error(sig == SIGCONT ? "pidfd_send_signal SIGCONT" : "pidfd_send_signal", std::to_string(pid));
+    }
+    return true;
+}
+
+}  // namespace memtrack

@@ -1,0 +1,19 @@
+#pragma once
+// Signalling a process by pid only while it is still the process memtrack means: the pid is
+// pinned by a pidfd and checked against the start time BPF read (task->start_boottime), so a
+// pid reused meanwhile is never signalled.
+#include <cstdint>
+
+#include "core/Fd.hpp"
+#include "core/Result.hpp"
+
+namespace memtrack {
+
+// A pidfd for pid if it is still the process that started at start_boottime_ns; an invalid Fd
+// when it is gone or the pid was reused.
+Result<Fd> open_same_process(int32_t pid, uint64_t start_boottime_ns);
+
+// `sig` to pid if it is still that process. false: gone or reused, nothing sent.
+Result<bool> signal_same_process(int32_t pid, uint64_t start_boottime_ns, int sig);
+
+}  // namespace memtrack

@@ -1,0 +1,199 @@
+#include "report/Analysis.hpp"
+
+#include <algorithm>
+#include <bit>
+
+namespace memtrack::report {
+namespace {
+
+constexpr size_t slot(EventKind k) { return size_t(k) - size_t(EventKind::Malloc); }
+// mmap's MAP_FAILED, should a failed call ever be recorded.
+constexpr uint64_t kMapFailed = ~uint64_t(0);
+
+}  // namespace
+
+Analyzer::Analyzer(const StackTable& stacks, FilterOptions filter, uint64_t temporary_threshold)
+    : filter_(std::move(filter)), sites_(stacks, filter_), temporary_(temporary_threshold) {
+    a_.temporary_threshold = temporary_threshold;
+}
+
+ProcessTotals& Analyzer::process(int32_t pid) {
+    // Runs of events from one process are the rule: remember the last one looked up.
+    if (last_process_ && last_process_->pid == pid) return *last_process_;
+    auto [it, fresh] = processes_.try_emplace(pid);
+    if (fresh) it->second.pid = pid;
+    last_process_ = &it->second;  // valid until the next insertion, which replaces it
+    return it->second;
+}
+
+void Analyzer::add(const Event& e) {
+    if (!is_artifact_kind(e.kind)) return;
+    if (!started_) {
+        started_ = true;
+        a_.start_ns = e.timestamp;
+    }
+    if (!filter_.accepts_pid(e.pid)) return;
+    // Events a little out of order across CPUs may come before the first one.
+    const uint64_t t = e.timestamp > a_.start_ns ? e.timestamp - a_.start_ns : 0;
+    if (filter_.after_window(t)) return;
+    const bool before = filter_.before_window(t);
+    if (!before) {
+        ++a_.events;
+        a_.duration_ns = std::max(a_.duration_ns, t);
+        KindTotals& k = a_.kinds[slot(e.kind)];
+        ++k.count;
+        if (e.kind != EventKind::Free) k.bytes += e.size;
+        ++process(e.pid).events;
+    }
+
+    switch (e.kind) {
+        case EventKind::Free:
+            // free(NULL) releases nothing.
+            if (e.addr != 0) release(e.pid, e.addr, /*temporary_candidate=*/true, t);
+            break;
+        case EventKind::Realloc:
+            // A failed realloc returns NULL and leaves the old block alone.
+            if (e.addr == 0) {
+                if (!before) ++a_.failed_allocations;
+                break;
+            }
+            if (e.old_addr && *e.old_addr != 0) release(e.pid, *e.old_addr, /*temporary_candidate=*/false, t);
+            allocate(e, before ? UINT64_MAX : t);
+            break;
+        case EventKind::Malloc:
+        case EventKind::Calloc:
+        case EventKind::AlignedAlloc:
+            if (e.addr == 0) {
+                if (!before) ++a_.failed_allocations;
+                break;
+            }
+            allocate(e, before ? UINT64_MAX : t);
+            break;
+        case EventKind::Mmap:
+            if (!before) map(e);
+            break;
+        case EventKind::Munmap: unmap(e); break;
+        default: break;
+    }
+}
+
+// `t` is UINT64_MAX for an allocation before the time window: kept only so its free is known.
+void Analyzer::allocate(const Event& e, uint64_t t) {
+    const TemporaryDetector::Stamp stamp = temporary_.on_allocation(e.pid, e.tid);
+    uint32_t site = kIgnoredSite;
+    if (t != UINT64_MAX) {
+        site = filter_.accepts_size(e.size) ? sites_.site_for(e.stack_hash) : kIgnoredSite;
+        if (site == kIgnoredSite) ++a_.filtered_out;
+    }
+    auto [it, fresh] = live_.try_emplace(BlockKey{e.pid, e.addr});
+    if (!fresh) {
+        // Still live at this address: its free was never seen. Let the new block take its place.
+        if (t != UINT64_MAX && it->second.site != kIgnoredSite) ++a_.replaced_blocks;
+        release(e.pid, e.addr, /*temporary_candidate=*/false, t == UINT64_MAX ? 0 : t);
+        it = live_.try_emplace(BlockKey{e.pid, e.addr}).first;
+    }
+    it->second = Block{e.size, site, stamp.thread, stamp.seq};
+    if (site == kIgnoredSite) return;
+
+    Site& s = sites_[site];
+    peak_.touch(s);
+    ++s.calls;
+    s.bytes += e.size;
+    ++s.live_blocks;
+    s.live_bytes += e.size;
+    if (e.stack_hash == 0)
+        ++a_.without_stack;
+    else if (!s.frames)
+        ++a_.stack_missing;
+
+    ++a_.calls;
+    a_.bytes += e.size;
+    ++a_.leaked_blocks;
+    a_.leaked_bytes += e.size;
+    ProcessTotals& p = process(e.pid);
+    ++p.calls;
+    p.bytes += e.size;
+    SizeBucket& b = sizes_[std::bit_width(e.size)];
+    ++b.calls;
+    b.bytes += e.size;
+
+    peak_.update(a_.leaked_bytes, a_.leaked_blocks, t);
+    timeline_.add(t, a_.leaked_bytes);
+}
+
+void Analyzer::release(int32_t pid, uint64_t addr, bool temporary_candidate, uint64_t t) {
+    auto it = live_.find(BlockKey{pid, addr});
+    if (it == live_.end()) {
+        if (!filter_.before_window(t)) ++a_.unknown_frees;
+        return;
+    }
+    const Block b = it->second;
+    live_.erase(it);
+    if (b.site == kIgnoredSite) return;
+
+    Site& s = sites_[b.site];
+    peak_.touch(s);
+    --s.live_blocks;
+    s.live_bytes -= b.size;
+    ++a_.frees;
+    --a_.leaked_blocks;
+    a_.leaked_bytes -= b.size;
+    if (temporary_candidate && temporary_.is_temporary({b.thread, b.seq})) {
+        ++s.temporary_calls;
+        s.temporary_bytes += b.size;
+        ++a_.temporary_calls;
+        a_.temporary_bytes += b.size;
+    }
+    timeline_.add(t, a_.leaked_bytes);
+}
+
+void Analyzer::map(const Event& e) {
+    if (e.addr == 0 || e.addr == kMapFailed) return;
+    auto [it, fresh] = mapped_.try_emplace(BlockKey{e.pid, e.addr}, e.size);
+    if (!fresh) {
+        // A new mapping at a recorded address replaced the old one (MAP_FIXED).
+        a_.mapped_bytes -= it->second;
+        it->second = e.size;
+    }
+    a_.mapped_bytes += e.size;
+    a_.peak_mapped_bytes = std::max(a_.peak_mapped_bytes, a_.mapped_bytes);
+}
+
+void Analyzer::unmap(const Event& e) {
+    // Exact address match only: a partial munmap of a mapping is not tracked.
+    auto it = mapped_.find(BlockKey{e.pid, e.addr});
+    if (it == mapped_.end()) return;
+    a_.mapped_bytes -= it->second;
+    mapped_.erase(it);
+}
+
+Analysis Analyzer::finish() && {
+    peak_.finish(sites_.all());
+    a_.peak_bytes = peak_.peak_bytes();
+    a_.peak_blocks = peak_.peak_blocks();
+    a_.peak_time_ns = peak_.peak_time_ns();
+
+    for (const auto& [key, block] : live_) {
+        if (block.site == kIgnoredSite) continue;
+        ProcessTotals& p = process(key.pid);
+        ++p.leaked_blocks;
+        p.leaked_bytes += block.size;
+    }
+    for (auto& [pid, p] : processes_) a_.processes.push_back(p);
+    std::sort(a_.processes.begin(), a_.processes.end(),
+              [](const ProcessTotals& x, const ProcessTotals& y) { return x.pid < y.pid; });
+
+    for (size_t i = 0; i < sizes_.size(); ++i) {
+        if (sizes_[i].calls == 0) continue;
+        SizeBucket b = sizes_[i];
+        b.min = i == 0 ? 0 : uint64_t(1) << (i - 1);
+        b.max = i == 0 ? 0 : i == 64 ? UINT64_MAX : (uint64_t(1) << i) - 1;
+        a_.histogram.push_back(b);
+    }
+    a_.timeline = timeline_.points();
+    a_.timeline_bucket_ns = timeline_.bucket_ns();
+    a_.sites = std::move(sites_.all());
+    return std::move(a_);
+}
+
+}  // namespace memtrack::report

@@ -1,0 +1,108 @@
+#pragma once
+// The report's model: one pass over the artifact's events gives totals, per-process figures,
+// the peak, the leaks, the sites, the temporary allocations, the heap over time and a size
+// histogram. Every printer (text, json, folded, pprof, speedscope, html) reads only this.
+//
+// Heap blocks are those of Malloc, Calloc, Realloc and AlignedAlloc, released by Free (and by
+// Realloc, which frees `old_addr` and then allocates `addr`). Mmap/Munmap are counted apart as
+// mapped bytes. Addresses are per process.
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "format/Record.hpp"
+#include "report/Filter.hpp"
+#include "report/LiveMap.hpp"
+#include "report/PeakTracker.hpp"
+#include "report/Sites.hpp"
+#include "report/StackTable.hpp"
+#include "report/TemporaryDetector.hpp"
+#include "report/Timeline.hpp"
+
+namespace memtrack::report {
+
+struct KindTotals {
+    uint64_t count = 0;
+    uint64_t bytes = 0;  // sizes summed; 0 for Free, which has none
+};
+
+struct ProcessTotals {
+    int32_t pid = 0;
+    uint64_t events = 0;
+    uint64_t calls = 0;  // heap allocations counted by the report
+    uint64_t bytes = 0;
+    uint64_t leaked_bytes = 0;
+    uint64_t leaked_blocks = 0;
+};
+
+struct SizeBucket {
+    uint64_t min = 0;  // sizes in [min, max]
+    uint64_t max = 0;
+    uint64_t calls = 0;
+    uint64_t bytes = 0;
+};
+
+struct Analysis {
+    uint64_t events = 0;       // events in the report (after --pid and the time window)
+    uint64_t start_ns = 0;     // the artifact's first event, CLOCK_MONOTONIC
+    uint64_t duration_ns = 0;  // from it to the latest event in the report
+    std::array<KindTotals, 8> kinds{};  // by artifact kind, Malloc .. Brk (record.h's order)
+
+    uint64_t calls = 0;  // heap allocations the report counts (after every filter)
+    uint64_t bytes = 0;
+    uint64_t frees = 0;  // frees of counted blocks (Free, and Realloc's release of old_addr)
+    uint64_t peak_bytes = 0;
+    uint64_t peak_blocks = 0;
+    uint64_t peak_time_ns = 0;  // since start_ns
+    uint64_t leaked_bytes = 0;  // live at the end
+    uint64_t leaked_blocks = 0;
+    uint64_t temporary_threshold = 0;
+    uint64_t temporary_calls = 0;
+    uint64_t temporary_bytes = 0;
+    uint64_t mapped_bytes = 0;  // Mmap minus Munmap, at the end
+    uint64_t peak_mapped_bytes = 0;
+
+    uint64_t without_stack = 0;  // counted allocations that carry no stack_hash
+    uint64_t stack_missing = 0;  // ... whose stack_hash the stacks file lacks
+    uint64_t unknown_frees = 0;  // frees (and reallocs) of addresses no earlier event allocated
+    uint64_t failed_allocations = 0;  // addr 0
+    uint64_t replaced_blocks = 0;     // allocations at an address still live: its free was missed
+    uint64_t filtered_out = 0;        // allocations dropped by --min-size/--max-size/--focus/--ignore
+
+    std::vector<ProcessTotals> processes;  // by pid
+    std::vector<Site> sites;               // in order of first allocation
+    std::vector<TimelinePoint> timeline;
+    uint64_t timeline_bucket_ns = 0;
+    std::vector<SizeBucket> histogram;  // power-of-two buckets with at least one allocation
+};
+
+class Analyzer {
+public:
+    Analyzer(const StackTable& stacks, FilterOptions filter, uint64_t temporary_threshold);
+
+    void add(const Event& e);
+    Analysis finish() &&;
+
+private:
+    void allocate(const Event& e, uint64_t t);
+    // Releases the block at (pid, addr); `temporary_candidate`: a Free rather than a Realloc.
+    void release(int32_t pid, uint64_t addr, bool temporary_candidate, uint64_t t);
+    void map(const Event& e);
+    void unmap(const Event& e);
+    ProcessTotals& process(int32_t pid);
+
+    Filter filter_;
+    SiteTable sites_;
+    TemporaryDetector temporary_;
+    PeakTracker peak_;
+    Timeline timeline_;
+    LiveMap live_;
+    boost::unordered_flat_map<BlockKey, uint64_t, BlockKeyHash> mapped_;  // mmap address -> length
+    boost::unordered_flat_map<int32_t, ProcessTotals> processes_;
+    ProcessTotals* last_process_ = nullptr;  // process()'s last answer
+    std::array<SizeBucket, 65> sizes_{};
+    bool started_ = false;
+    Analysis a_;
+};
+
+}  // namespace memtrack::report

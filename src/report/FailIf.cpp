@@ -1,0 +1,125 @@
+#include "report/FailIf.hpp"
+
+#include <array>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "report/Units.hpp"
+
+namespace memtrack::report {
+namespace {
+
+constexpr std::array<std::string_view, 6> kOps{">=", "<=", "==", "!=", ">", "<"};
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+    while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+    return s;
+}
+
+Result<Condition> parse_one(std::string_view text) {
+    text = trim(text);
+    auto bad = [&](std::string_view why) {
+        return Error{"--fail-if", fmt::format("'{}'", text), 0, std::string(why)};
+    };
+    size_t at = std::string_view::npos;
+    std::string_view op;
+    for (std::string_view o : kOps) {
+        const size_t p = text.find(o);
+        if (p != std::string_view::npos && (p < at || (p == at && o.size() > op.size()))) {
+            at = p;
+            op = o;
+        }
+    }
+    if (at == std::string_view::npos) return bad("expected METRIC OP VALUE, OP one of > >= < <= == !=");
+    Condition c;
+    c.text = std::string(text);
+    c.metric = std::string(trim(text.substr(0, at)));
+    c.op = std::string(op);
+    std::string_view value = trim(text.substr(at + op.size()));
+    if (c.metric.empty()) return bad("no metric before the operator");
+    if (value.ends_with('%')) {
+        c.percent = true;
+        value.remove_suffix(1);
+    }
+    const auto v = parse_quantity(value);
+    if (!v) return bad(fmt::format("'{}' is not a number (units: B, KiB, MiB, GiB, K, M, G; 1e6; N%)", value));
+    if (c.percent && !c.metric.ends_with("_delta")) return bad("a percentage needs a _delta metric (with --diff)");
+    c.value = *v;
+    return c;
+}
+
+bool holds(double lhs, std::string_view op, double rhs) {
+    if (op == ">") return lhs > rhs;
+    if (op == ">=") return lhs >= rhs;
+    if (op == "<") return lhs < rhs;
+    if (op == "<=") return lhs <= rhs;
+    if (op == "==") return lhs == rhs;
+    return lhs != rhs;
+}
+
+std::string known(const Metrics& m) {
+    std::string names;
+    for (auto& [name, v] : m) names += (names.empty() ? "" : ", ") + name;
+    return names;
+}
+
+}  // namespace
+
+Result<std::vector<Condition>> parse_fail_if(const std::string& expr) {
+    std::vector<Condition> out;
+    std::string_view rest = expr;
+    while (true) {
+        const size_t comma = rest.find(',');
+        auto c = parse_one(rest.substr(0, comma));
+        if (!c) return c.error();
+        out.push_back(std::move(c).value());
+        if (comma == std::string_view::npos) break;
+        rest.remove_prefix(comma + 1);
+    }
+    return out;
+}
+
+Metrics metrics(const Analysis& a, const Analysis* base) {
+    Metrics m;
+    auto add = [&](const char* name, uint64_t now, std::optional<uint64_t> was) {
+        m[name] = Metric{double(now), std::nullopt};
+        if (was) m[std::string(name) + "_delta"] = Metric{double(now) - double(*was), double(*was)};
+    };
+    auto was = [&](uint64_t Analysis::*field) {
+        return base ? std::optional<uint64_t>(base->*field) : std::nullopt;
+    };
+    add("peak", a.peak_bytes, was(&Analysis::peak_bytes));
+    add("leaked", a.leaked_bytes, was(&Analysis::leaked_bytes));
+    add("leaked_blocks", a.leaked_blocks, was(&Analysis::leaked_blocks));
+    add("calls", a.calls, was(&Analysis::calls));
+    add("bytes", a.bytes, was(&Analysis::bytes));
+    add("temporary", a.temporary_calls, was(&Analysis::temporary_calls));
+    add("unknown_frees", a.unknown_frees, std::nullopt);
+    add("events", a.events, std::nullopt);
+    return m;
+}
+
+Result<std::optional<std::string>> evaluate(const std::vector<Condition>& conditions, const Metrics& m) {
+    for (const Condition& c : conditions) {
+        auto it = m.find(c.metric);
+        if (it == m.end())
+            return Error{"--fail-if", fmt::format("'{}'", c.text), 0,
+                         fmt::format("unknown metric '{}' (known here: {}{})", c.metric, known(m),
+                                     c.metric.ends_with("_delta") ? "; the _delta ones need --diff" : "")};
+        const Metric& v = it->second;
+        double lhs = v.value;
+        std::string shown = fmt::format("{} = {}", c.metric, v.value);
+        if (c.percent) {
+            // A change from nothing is infinitely large unless there is no change.
+            lhs = *v.base != 0 ? 100.0 * v.value / *v.base : (v.value == 0 ? 0.0 : 1e300);
+            shown = *v.base != 0 ? fmt::format("{} = {} ({:+.2f} % of {})", c.metric, v.value, lhs, *v.base)
+                                 : fmt::format("{} = {} (base 0)", c.metric, v.value);
+        }
+        if (holds(lhs, c.op, c.value)) return std::optional<std::string>(fmt::format("{} holds: {}", c.text, shown));
+    }
+    return std::optional<std::string>();
+}
+
+}  // namespace memtrack::report

@@ -1,0 +1,39 @@
+#pragma once
+// Which events a report counts: --pid, --from/--to, --focus/--ignore, --min-size/--max-size.
+#include <cstdint>
+#include <optional>
+#include <regex>
+#include <set>
+#include <vector>
+
+#include "format/StacksFile.hpp"
+
+namespace memtrack::report {
+
+struct FilterOptions {
+    std::set<int32_t> pids;                  // empty: every process
+    std::optional<uint64_t> from_ns, to_ns;  // since the artifact's first event
+    std::optional<std::regex> focus;         // a stack counts only if some frame matches
+    std::optional<std::regex> ignore;        // a stack is dropped if some frame matches
+    uint64_t min_size = 0;
+    uint64_t max_size = UINT64_MAX;
+};
+
+class Filter {
+public:
+    explicit Filter(FilterOptions opt) : opt_(std::move(opt)) {}
+
+    bool accepts_pid(int32_t pid) const { return opt_.pids.empty() || opt_.pids.contains(pid); }
+    bool accepts_size(uint64_t size) const { return size >= opt_.min_size && size <= opt_.max_size; }
+    // `since_start_ns`: the event's time since the artifact's first event.
+    bool before_window(uint64_t since_start_ns) const { return opt_.from_ns && since_start_ns < *opt_.from_ns; }
+    bool after_window(uint64_t since_start_ns) const { return opt_.to_ns && since_start_ns > *opt_.to_ns; }
+    // --focus and --ignore look at every frame's function, file and module. `frames` is null for
+    // an allocation without a known stack: --focus drops it, --ignore keeps it.
+    bool accepts_stack(const std::vector<Frame>* frames) const;
+
+private:
+    FilterOptions opt_;
+};
+
+}  // namespace memtrack::report

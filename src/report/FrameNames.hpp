@@ -1,0 +1,33 @@
+#pragma once
+// How a frame and a whole stack are named in flamegraphs, pprof, speedscope and --diff: by
+// function, never by address, so the same code has the same name from one run to the next.
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "format/StacksFile.hpp"
+#include "report/Analysis.hpp"
+#include "report/Ranking.hpp"
+#include "report/Sites.hpp"
+
+namespace memtrack::report {
+
+// The last path component: "/usr/lib/libc.so.6" -> "libc.so.6".
+std::string_view base_name(std::string_view path);
+
+// The function; "[libfoo.so]" when only the module is known; "[unknown]" otherwise.
+std::string frame_name(const Frame& f);
+
+// The name of a site whose stack is not known: "[no stack]" (none captured) or "[stack missing]"
+// (the stacks file lacks it).
+std::string_view unknown_stack_name(const Site& s);
+
+// Brendan Gregg's collapsed form: frame names root first, joined by ';' (a ';' inside a name
+// becomes ':'). A site without frames is one frame, unknown_stack_name().
+std::string folded_stack(const Site& s);
+
+// Per folded stack, the sum of cost_value() over its sites, leaving out zeros; sorted by name.
+std::map<std::string, uint64_t> folded_costs(const Analysis& a, Cost c);
+
+}  // namespace memtrack::report

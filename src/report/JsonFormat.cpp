@@ -1,0 +1,138 @@
+// --format json (docs/REPORT.md has the schema).
+#include "report/JsonFormat.hpp"
+
+#include <boost/json/array.hpp>
+#include <boost/json/serialize.hpp>
+
+namespace memtrack::report {
+namespace json = boost::json;
+namespace {
+
+json::string_view js(std::string_view s) { return json::string_view(s.data(), s.size()); }
+
+json::object site_json(const Site& s, Cost c) {
+    const Amount a = amount(s, c);
+    json::object o;
+    o["bytes"] = a.bytes;
+    o["blocks"] = a.blocks;
+    o["stack_hash"] = s.hash;
+    o["frames"] = frames_json(s);
+    return o;
+}
+
+json::array sites_json(const Ranked& r, Cost c) {
+    json::array list;
+    for (const Site* s : r.top) list.push_back(site_json(*s, c));
+    return list;
+}
+
+// A section with totals: {"bytes", "blocks", "sites", "other_sites", "other_bytes", "other_blocks"}.
+json::object section_json(const Analysis& a, Cost c, size_t limit, uint64_t bytes, uint64_t blocks) {
+    const Ranked r = rank(a.sites, c, limit);
+    json::object o;
+    o["bytes"] = bytes;
+    o["blocks"] = blocks;
+    o["sites"] = sites_json(r, c);
+    o["other_sites"] = r.other_sites;
+    o["other_bytes"] = r.other.bytes;
+    o["other_blocks"] = r.other.blocks;
+    return o;
+}
+
+double per_second(uint64_t n, uint64_t ns) { return ns == 0 ? 0.0 : double(n) * 1e9 / double(ns); }
+
+json::object totals_json(const Analysis& a) {
+    json::object types;
+    for (size_t i = 0; i < a.kinds.size(); ++i) {
+        const EventKind kind = EventKind(size_t(EventKind::Malloc) + i);
+        json::object t;
+        t["count"] = a.kinds[i].count;
+        if (kind != EventKind::Free) t["bytes"] = a.kinds[i].bytes;
+        types[js(artifact_name(kind))] = std::move(t);
+    }
+    json::object o;
+    o["events"] = a.events;
+    o["start_ns"] = a.start_ns;
+    o["duration_ns"] = a.duration_ns;
+    o["calls"] = a.calls;
+    o["bytes"] = a.bytes;
+    o["frees"] = a.frees;
+    o["calls_per_s"] = per_second(a.calls, a.duration_ns);
+    o["bytes_per_s"] = per_second(a.bytes, a.duration_ns);
+    o["types"] = std::move(types);
+    o["live_bytes"] = a.leaked_bytes;
+    o["live_blocks"] = a.leaked_blocks;
+    o["mapped_bytes"] = a.mapped_bytes;
+    o["peak_mapped_bytes"] = a.peak_mapped_bytes;
+    o["without_stack"] = a.without_stack;
+    o["stack_missing"] = a.stack_missing;
+    o["unknown_frees"] = a.unknown_frees;
+    o["failed_allocations"] = a.failed_allocations;
+    o["replaced_blocks"] = a.replaced_blocks;
+    o["filtered_out"] = a.filtered_out;
+    return o;
+}
+
+}  // namespace
+
+json::array frames_json(const Site& s) {
+    json::array list;
+    if (!s.frames) return list;
+    for (const Frame& f : *s.frames) {
+        json::object o;
+        o["function"] = js(f.function);
+        o["file"] = js(f.file);
+        o["line"] = f.line;
+        o["module"] = js(f.module);
+        o["inlined"] = f.inlined;
+        list.push_back(std::move(o));
+    }
+    return list;
+}
+
+json::object json_model(const Analysis& a, const OutputOptions& o) {
+    json::array processes;
+    for (const ProcessTotals& p : a.processes) {
+        processes.push_back(json::object{{"pid", p.pid},
+                                         {"events", p.events},
+                                         {"calls", p.calls},
+                                         {"bytes", p.bytes},
+                                         {"leaked_bytes", p.leaked_bytes},
+                                         {"leaked_blocks", p.leaked_blocks}});
+    }
+    json::object peak = section_json(a, Cost::Peak, o.limit, a.peak_bytes, a.peak_blocks);
+    peak["time_ns"] = a.peak_time_ns;
+
+    json::object temporary = section_json(a, Cost::Temporary, o.limit, a.temporary_bytes, a.temporary_calls);
+    temporary["threshold"] = a.temporary_threshold;
+    temporary["share"] = a.calls == 0 ? 0.0 : double(a.temporary_calls) / double(a.calls);
+
+    json::array histogram;
+    for (const SizeBucket& b : a.histogram)
+        histogram.push_back(json::object{{"min", b.min}, {"max", b.max}, {"calls", b.calls}, {"bytes", b.bytes}});
+    json::array timeline;
+    for (const TimelinePoint& p : a.timeline)
+        timeline.push_back(json::object{{"time_ns", p.time_ns}, {"bytes", p.bytes}});
+
+    json::object out;
+    out["schema_version"] = 1;
+    out["processes"] = std::move(processes);
+    out["totals"] = totals_json(a);
+    out["peak"] = std::move(peak);
+    out["leaks"] = section_json(a, Cost::Leaked, o.limit, a.leaked_bytes, a.leaked_blocks);
+    out["calls"] = sites_json(rank(a.sites, Cost::Allocations, o.limit), Cost::Allocations);
+    out["allocated"] = sites_json(rank(a.sites, Cost::Allocated, o.limit), Cost::Allocated);
+    out["temporary"] = std::move(temporary);
+    out["histogram"] = std::move(histogram);
+    out["timeline_bucket_ns"] = a.timeline_bucket_ns;
+    out["timeline"] = std::move(timeline);
+    return out;
+}
+
+std::string json_report(const Analysis& a, const OutputOptions& o) {
+    std::string s = json::serialize(json_model(a, o));
+    s += '\n';
+    return s;
+}
+
+}  // namespace memtrack::report

@@ -1,0 +1,54 @@
+#include "report/Load.hpp"
+
+#include <sys/stat.h>
+
+#include <optional>
+
+#include "format/ArtifactReader.hpp"
+#include "report/Progress.hpp"
+
+namespace memtrack::report {
+namespace {
+
+// Every error names its file once: the readers name it only when open or read fails.
+Error naming(const std::string& path, const Error& e) {
+    if (e.message().find(path) != std::string::npos) return e;
+    return Error{path, {}, 0, e.message()};
+}
+
+}  // namespace
+
+Result<Loaded> load(const std::string& artifact, const LoadOptions& opt) {
+    Loaded out;
+    out.stacks = std::make_unique<StackTable>();
+    std::string stacks_path = opt.stacks_file;
+    if (stacks_path.empty()) {
+        stacks_path = stacks_path_for(artifact);
+        struct stat st {};
+        if (stacks_path.empty() || ::stat(stacks_path.c_str(), &st) != 0) {
+            out.warning = stacks_path.empty()
+                              ? "the artifact is not named <prefix>.MemtrackArtifact.msgpack, so its stacks file "
+                                "is unknown (name it with --stacks): sites have no frames"
+                              : "no stacks file " + stacks_path + " (recorded with --no-stacks?): sites have no frames";
+            stacks_path.clear();
+        }
+    }
+    if (!stacks_path.empty()) {
+        auto table = StackTable::load(stacks_path);
+        if (!table) return naming(stacks_path, table.error());
+        *out.stacks = std::move(table).value();
+    }
+
+    Analyzer analyzer(*out.stacks, opt.filter, opt.temporary_threshold);
+    std::optional<Progress> progress;
+    if (opt.progress) progress.emplace(artifact);
+    auto read = read_artifact(artifact, [&](const Event& e) {
+        analyzer.add(e);
+        if (progress) progress->tick();
+    });
+    if (!read) return naming(artifact, read.error());
+    out.analysis = std::move(analyzer).finish();
+    return out;
+}
+
+}  // namespace memtrack::report

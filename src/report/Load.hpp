@@ -1,0 +1,31 @@
+#pragma once
+// Reading a recorded session into an Analysis: its stacks file first (events name stacks by
+// hash from anywhere in the artifact), then the artifact, streamed once.
+#include <memory>
+#include <string>
+
+#include "core/Result.hpp"
+#include "report/Analysis.hpp"
+#include "report/Filter.hpp"
+#include "report/StackTable.hpp"
+
+namespace memtrack::report {
+
+struct Loaded {
+    std::unique_ptr<StackTable> stacks;  // the sites' frames point into it
+    Analysis analysis;
+    std::string warning;  // non-empty when the stacks file was absent (sites have no frames)
+};
+
+struct LoadOptions {
+    std::string stacks_file;  // empty: the one beside the artifact, if it exists
+    FilterOptions filter;
+    uint64_t temporary_threshold = 1;
+    bool progress = false;  // a progress line on stderr (on a terminal, past a second)
+};
+
+// Errors name the file: a damaged or unreadable artifact, a stacks file named with --stacks
+// that cannot be read, or one beside the artifact that exists but is damaged.
+Result<Loaded> load(const std::string& artifact, const LoadOptions& opt);
+
+}  // namespace memtrack::report

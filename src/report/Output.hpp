@@ -1,0 +1,27 @@
+#pragma once
+// What every output format takes besides the Analysis, and the formats themselves: one file
+// each (TextFormat.cpp, JsonFormat.cpp, ...). Each returns the whole output: it is bounded by
+// the distinct stacks (and, for html, capped), never by the number of events.
+#include <cstddef>
+#include <string>
+
+#include "report/Analysis.hpp"
+#include "report/Ranking.hpp"
+
+namespace memtrack::report {
+
+struct OutputOptions {
+    size_t limit = 10;        // sites per section
+    bool colour = false;      // text: ANSI colours (only on a terminal)
+    Cost cost = Cost::Peak;   // folded
+    std::string title;        // html, speedscope: what was profiled (the artifact's name)
+};
+
+std::string text_report(const Analysis& a, const OutputOptions& o);
+std::string json_report(const Analysis& a, const OutputOptions& o);
+std::string folded_report(const Analysis& a, const OutputOptions& o);
+std::string pprof_report(const Analysis& a, const OutputOptions& o);  // gzipped profile.proto
+std::string speedscope_report(const Analysis& a, const OutputOptions& o);
+std::string html_report(const Analysis& a, const OutputOptions& o);
+
+}  // namespace memtrack::report

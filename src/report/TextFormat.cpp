@@ -1,0 +1,143 @@
+// --format text: a header with the totals, then the top sites of each section.
+#include <fmt/format.h>
+
+#include "report/FrameNames.hpp"
+#include "report/Output.hpp"
+#include "report/Units.hpp"
+
+namespace memtrack::report {
+namespace {
+
+// Frames shown per site; the rest are counted on one line.
+constexpr size_t kMaxFrames = 24;
+
+struct Style {
+    bool on = false;
+    std::string title(std::string_view s) const { return on ? fmt::format("\033[1m{}\033[0m", s) : std::string(s); }
+    std::string function(std::string_view s) const { return on ? fmt::format("\033[36m{}\033[0m", s) : std::string(s); }
+};
+
+std::string bytes_and_human(uint64_t b) {
+    return b < 1024 ? fmt::format("{} B", b) : fmt::format("{} B ({})", b, human_bytes(b));
+}
+
+std::string blocks(uint64_t n, std::string_view one = "block", std::string_view many = "blocks") {
+    return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
+void frames_text(const Site& s, const Style& st, std::string& out) {
+    if (!s.frames || s.frames->empty()) {
+        out += fmt::format("      {}\n", unknown_stack_name(s));
+        return;
+    }
+    const size_t n = std::min(s.frames->size(), kMaxFrames);
+    for (size_t i = 0; i < n; ++i) {
+        const Frame& f = (*s.frames)[i];
+        out += "      ";
+        out += st.function(frame_name(f));
+        if (f.inlined) out += " [inlined]";
+        if (!f.file.empty()) out += fmt::format("  {}:{}", f.file, f.line);
+        if (!f.module.empty() && !f.function.empty()) out += fmt::format("  ({})", base_name(f.module));
+        out += '\n';
+    }
+    if (s.frames->size() > n) out += fmt::format("      ... {} more frames\n", s.frames->size() - n);
+}
+
+void section(const Analysis& a, Cost c, std::string_view title, const OutputOptions& o, const Style& st,
+             std::string& out) {
+    const Ranked r = rank(a.sites, c, o.limit);
+    out += '\n';
+    out += st.title(fmt::format("== {} ==", title));
+    out += '\n';
+    if (r.top.empty()) {
+        out += "  none\n";
+        return;
+    }
+    const bool counts = c == Cost::Allocations || c == Cost::Allocated;
+    size_t i = 0;
+    for (const Site* s : r.top) {
+        const Amount am = amount(*s, c);
+        if (c == Cost::Allocations)
+            out += fmt::format("  #{} {} ({} allocated)\n", ++i, blocks(am.blocks, "call", "calls"),
+                               bytes_and_human(am.bytes));
+        else if (counts)
+            out += fmt::format("  #{} {} allocated in {}\n", ++i, bytes_and_human(am.bytes),
+                               blocks(am.blocks, "call", "calls"));
+        else
+            out += fmt::format("  #{} {} in {}\n", ++i, bytes_and_human(am.bytes), blocks(am.blocks));
+        frames_text(*s, st, out);
+    }
+    if (r.other_sites > 0) {
+        const std::string count = blocks(r.other.blocks, counts ? "call" : "block", counts ? "calls" : "blocks");
+        const std::string what = c == Cost::Allocations ? count : bytes_and_human(r.other.bytes);
+        out += fmt::format("  and {} more from {} other {}{}\n", what, r.other_sites,
+                           r.other_sites == 1 ? "place" : "places",
+                           c == Cost::Allocations ? "" : fmt::format(" ({})", count));
+    }
+}
+
+std::string rate(uint64_t n, uint64_t ns, bool is_bytes) {
+    if (ns == 0) return {};
+    const double per_s = double(n) * 1e9 / double(ns);
+    return is_bytes ? fmt::format(" ({}/s)", human_bytes(uint64_t(per_s))) : fmt::format(" ({:.0f}/s)", per_s);
+}
+
+void header(const Analysis& a, const Style& st, std::string& out) {
+    std::string pids;
+    for (const ProcessTotals& p : a.processes) {
+        if (pids.size() > 60) {
+            pids += ", ...";
+            break;
+        }
+        pids += pids.empty() ? fmt::format("{}", p.pid) : fmt::format(", {}", p.pid);
+    }
+    out += st.title("memtrack report");
+    out += '\n';
+    out += fmt::format("processes: {}{}\n", a.processes.size(), pids.empty() ? "" : fmt::format(" ({})", pids));
+    out += fmt::format("duration: {}, {} events\n", human_duration(a.duration_ns), a.events);
+    out += fmt::format("{:<14}{:>12}{:>12}{:>14}{:>14}\n", "type", "calls", "calls/s", "bytes", "bytes/s");
+    for (size_t i = 0; i < a.kinds.size(); ++i) {
+        const KindTotals& k = a.kinds[i];
+        if (k.count == 0) continue;
+        const EventKind kind = EventKind(size_t(EventKind::Malloc) + i);
+        const bool sized = kind != EventKind::Free;
+        const double seconds = double(a.duration_ns) / 1e9;
+        out += fmt::format("{:<14}{:>12}{:>12}{:>14}{:>14}\n", artifact_name(kind), k.count,
+                           a.duration_ns ? fmt::format("{:.0f}", double(k.count) / seconds) : "-",
+                           sized ? fmt::format("{}", k.bytes) : "-",
+                           sized && a.duration_ns ? human_bytes(uint64_t(double(k.bytes) / seconds)) : "-");
+    }
+    out += fmt::format("heap allocations: {}{}, {} allocated{}, {} frees\n", a.calls, rate(a.calls, a.duration_ns, false),
+                       bytes_and_human(a.bytes), rate(a.bytes, a.duration_ns, true), a.frees);
+    out += fmt::format("peak live heap: {} in {}, at {}\n", bytes_and_human(a.peak_bytes), blocks(a.peak_blocks),
+                       human_duration(a.peak_time_ns));
+    out += fmt::format("live at end (leaked): {} in {}\n", bytes_and_human(a.leaked_bytes), blocks(a.leaked_blocks));
+    const double share = a.calls == 0 ? 0.0 : 100.0 * double(a.temporary_calls) / double(a.calls);
+    out += fmt::format("temporary: {} of {} allocations ({:.1f} %), {}, freed with at most {} other {} of their "
+                       "thread in between\n",
+                       a.temporary_calls, a.calls, share, bytes_and_human(a.temporary_bytes), a.temporary_threshold,
+                       a.temporary_threshold == 1 ? "allocation" : "allocations");
+    out += fmt::format("mapped (mmap, apart from the heap): peak {}, at end {}\n", bytes_and_human(a.peak_mapped_bytes),
+                       bytes_and_human(a.mapped_bytes));
+    out += fmt::format("allocations without a stack: {}; stacks missing from the stacks file: {}\n", a.without_stack,
+                       a.stack_missing);
+    out += fmt::format("frees of unknown blocks: {}; failed allocations: {}; blocks whose free was missed: {}\n",
+                       a.unknown_frees, a.failed_allocations, a.replaced_blocks);
+    if (a.filtered_out) out += fmt::format("allocations left out by the filters: {}\n", a.filtered_out);
+}
+
+}  // namespace
+
+std::string text_report(const Analysis& a, const OutputOptions& o) {
+    const Style st{o.colour};
+    std::string out;
+    header(a, st, out);
+    section(a, Cost::Peak, "sites at the peak", o, st, out);
+    section(a, Cost::Leaked, "leaks (live at exit)", o, st, out);
+    section(a, Cost::Allocations, "most calls", o, st, out);
+    section(a, Cost::Allocated, "most bytes allocated", o, st, out);
+    section(a, Cost::Temporary, "temporary allocations", o, st, out);
+    return out;
+}
+
+}  // namespace memtrack::report

@@ -1,0 +1,23 @@
+#pragma once
+// Quantities as people write and read them: "256MiB", "1e6", "5%", "1.5s", and bytes printed
+// as "5.0 KiB". Shared by the report's options, its --fail-if expressions and its printers.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace memtrack::report {
+
+// "512 B", "5.0 KiB", "1.2 MiB", "3.4 GiB".
+std::string human_bytes(uint64_t bytes);
+// "0.512 s", "15.3 ms", "120 us", "80 ns".
+std::string human_duration(uint64_t ns);
+
+// A number with an optional unit: B, K/KB/KiB (1024), M/MB/MiB, G/GB/GiB, T/TiB, or none;
+// scientific notation allowed ("1e6"). Nothing when the text is not such a number.
+std::optional<double> parse_quantity(std::string_view text);
+
+// A duration: a number followed by ns, us, ms, s, min; a bare number is seconds.
+std::optional<uint64_t> parse_duration_ns(std::string_view text);
+
+}  // namespace memtrack::report

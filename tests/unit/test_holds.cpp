@@ -1,0 +1,302 @@
+// The pause protocol (src/bpf/hold.h, src/process/HoldRelease.cpp) without root: the hold words
+// live in plain memory, and a model of the kernel's signal rule stands for the processes (of the
+// SIGSTOPs and SIGCONTs sent to a process, the last one decides whether it ends up stopped).
+// Producer threads run the steps memtrack.bpf.c's hold_process runs, with the same transitions.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "bpf/hold.h"
+#include "process/HoldRelease.hpp"
+#include "process/HoldStore.hpp"
+
+using namespace memtrack;
+
+namespace {
+
+constexpr uint32_t kStart = 777;  // every fake process's start time
+
+class FakeStore final : public HoldStore {
+public:
+    explicit FakeStore(uint32_t words) : words_(words, 0) {}
+    uint32_t* words() override { return words_.data(); }
+    uint32_t capacity() const override { return uint32_t(words_.size()); }
+    std::vector<uint32_t> indexed() const override {
+        std::lock_guard lock(mu_);
+        return {index_.begin(), index_.end()};
+    }
+    std::optional<mt_held> entry(uint32_t pid) const override {
+        std::lock_guard lock(mu_);
+        if (!index_.count(pid) || gone_.count(pid)) return std::nullopt;
+        mt_held h{};
+        h.start_boottime = kStart;
+        return h;
+    }
+    uint64_t* outstanding() override { return outstanding_; }
+    void add(uint32_t pid) {
+        std::lock_guard lock(mu_);
+        index_.insert(pid);
+    }
+    void mark_gone(uint32_t pid) {
+        std::lock_guard lock(mu_);
+        gone_.insert(pid);
+    }
+    uint64_t outstanding_[MT_HOLD_REASONS] = {};
+
+private:
+    std::vector<uint32_t> words_;
+    mutable std::mutex mu_;
+    std::set<uint32_t> index_, gone_;
+};
+
+// The kernel's rule: the last signal sent decides. `on_send` runs right after a signal lands
+// (to interleave a producer at an exact point).
+class FakeSignals final : public HoldSignals {
+public:
+    Result<bool> send(uint32_t pid, uint64_t start, int sig) override {
+        CHECK(start == kStart);
+        {
+            std::lock_guard lock(mu_);
+            last_[pid] = sig;
+            sent_.push_back({pid, sig});
+        }
+        if (on_send) on_send(pid, sig);
+        return true;
+    }
+    bool stopped(uint32_t pid) const {
+        std::lock_guard lock(mu_);
+        auto it = last_.find(pid);
+        return it != last_.end() && it->second == SIGSTOP;
+    }
+    std::vector<std::pair<uint32_t, int>> sent() const {
+        std::lock_guard lock(mu_);
+        return sent_;
+    }
+    std::function<void(uint32_t, int)> on_send;
+
+private:
+    mutable std::mutex mu_;
+    std::map<uint32_t, int> last_;
+    std::vector<std::pair<uint32_t, int>> sent_;
+};
+
+// memtrack.bpf.c's hold_process: entry first, claim, count, closed check, SIGSTOP, sender done.
+// `before_signal` runs between the closed check and the SIGSTOP.
+// Returns whether this call took the reason.
+bool hold_process(FakeStore& store, FakeSignals& sig, uint32_t pid, uint32_t reason, bool resend,
+                  std::atomic<uint64_t>* taken = nullptr, const std::function<void()>& before_signal = {}) {
+    store.add(pid);
+    std::atomic_ref<uint32_t> w(store.words()[pid]);
+    uint32_t old = w.load(), next = 0;
+    bool claimed = false;
+    for (int i = 0; i < 8; i++) {
+        if (!mt_hold_claim(old, reason, resend, &next)) return false;
+        if (w.compare_exchange_strong(old, next)) {
+            claimed = true;
+            break;
+        }
+    }
+    if (!claimed) return false;
+    const bool was_taken = !(old & reason);
+    if (was_taken) {
+        std::atomic_ref<uint64_t>(store.outstanding_[mt_hold_reason_index(reason)]).fetch_add(1);
+        if (taken) taken->fetch_add(1);
+    }
+    if (std::atomic_ref<uint32_t>(store.words()[MT_HOLD_CLOSED_WORD]).load() == 0) {
+        if (before_signal) before_signal();  // the window that matters: checked, not yet sent
+        (void)sig.send(pid, kStart, SIGSTOP);
+    }
+    w.fetch_sub(MT_HOLD_SENDER_ONE);
+    return was_taken;
+}
+
+uint32_t word(FakeStore& s, uint32_t pid) { return std::atomic_ref<uint32_t>(s.words()[pid]).load(); }
+
+}  // namespace
+
+TEST_CASE("holds: the last reason's release resumes, an earlier one keeps the process stopped") {
+    FakeStore store(64);
+    FakeSignals sig;
+    CHECK(hold_process(store, sig, 5, MT_HOLD_PRESSURE, true));
+    CHECK(hold_process(store, sig, 5, MT_HOLD_SNAPSHOT, false));
+    CHECK_FALSE(hold_process(store, sig, 5, MT_HOLD_SNAPSHOT, false));  // held already: nothing sent
+    CHECK(sig.sent().size() == 2);
+    CHECK(sig.stopped(5));
+    CHECK(release_hold(store, sig, 5, MT_HOLD_PRESSURE).outcome == HoldRelease::Outcome::Kept);
+    CHECK(sig.stopped(5));
+    CHECK(release_hold(store, sig, 5, MT_HOLD_PRESSURE).outcome == HoldRelease::Outcome::NotHeld);
+    CHECK(release_hold(store, sig, 5, MT_HOLD_SNAPSHOT).outcome == HoldRelease::Outcome::Resumed);
+    CHECK_FALSE(sig.stopped(5));
+    CHECK(word(store, 5) == 0);
+    CHECK(store.outstanding_[0] == 0);
+    CHECK(store.outstanding_[1] == 0);
+}
+
+TEST_CASE("holds: a release waits while a sender is between its claim and its SIGSTOP") {
+    FakeStore store(64);
+    FakeSignals sig;
+    // The producer is stopped right between its claim and its signal; the release comes then.
+    HoldRelease during{};
+    hold_process(store, sig, 9, MT_HOLD_PRESSURE, true, nullptr,
+                 [&] { during = release_hold(store, sig, 9, MT_HOLD_PRESSURE); });
+    CHECK(during.outcome == HoldRelease::Outcome::Busy);
+    CHECK(sig.stopped(9));  // the SIGSTOP still went out, and nothing cancelled it
+    CHECK(release_hold(store, sig, 9, MT_HOLD_PRESSURE).outcome == HoldRelease::Outcome::Resumed);
+    CHECK_FALSE(sig.stopped(9));
+}
+
+TEST_CASE("holds: a reason taken while a resume is under way is stopped again after the SIGCONT") {
+    FakeStore store(64);
+    FakeSignals sig;
+    hold_process(store, sig, 3, MT_HOLD_PRESSURE, true);
+    // Right after the release's SIGCONT lands, a producer claims and signals (its SIGSTOP
+    // lands after the SIGCONT here; in the kernel it may also land before and be cancelled).
+    bool once = false;
+    sig.on_send = [&](uint32_t pid, int s) {
+        if (s != SIGCONT || once) return;
+        once = true;
+        CHECK((word(store, pid) & MT_HOLD_RESUMING) != 0);
+        CHECK(release_hold(store, sig, pid, MT_HOLD_PRESSURE).outcome == HoldRelease::Outcome::NotHeld);
+        hold_process(store, sig, pid, MT_HOLD_SNAPSHOT, false);
+        CHECK(release_hold(store, sig, pid, MT_HOLD_SNAPSHOT).outcome == HoldRelease::Outcome::Busy);
+    };
+    CHECK(release_hold(store, sig, 3, MT_HOLD_PRESSURE).outcome == HoldRelease::Outcome::Resumed);
+    sig.on_send = nullptr;
+    // The releaser sent its own SIGSTOP after its SIGCONT: stopped, as the word says.
+    const auto sent = sig.sent();
+    REQUIRE(sent.size() == 4);
+    CHECK(sent[1].second == SIGCONT);
+    CHECK(sent[3].second == SIGSTOP);
+    CHECK(sig.stopped(3));
+    CHECK(word(store, 3) == MT_HOLD_SNAPSHOT);
+    CHECK(release_hold(store, sig, 3, MT_HOLD_SNAPSHOT).outcome == HoldRelease::Outcome::Resumed);
+    CHECK_FALSE(sig.stopped(3));
+}
+
+TEST_CASE("holds: a process gone since its pause is released without a signal") {
+    FakeStore store(64);
+    FakeSignals sig;
+    hold_process(store, sig, 7, MT_HOLD_SPAWN, false);
+    store.mark_gone(7);
+    CHECK(release_hold(store, sig, 7, MT_HOLD_SPAWN).outcome == HoldRelease::Outcome::Gone);
+    CHECK(sig.sent().size() == 1);
+    CHECK(word(store, 7) == 0);
+}
+
+TEST_CASE("holds: closing waits for a sender in flight and resumes after its SIGSTOP; none follows") {
+    FakeStore store(64);
+    FakeSignals sig;
+    std::atomic<bool> claimed{false}, go{false};
+    std::thread producer([&] {
+        hold_process(store, sig, 11, MT_HOLD_PRESSURE, true, nullptr, [&] {
+            claimed = true;
+            while (!go) std::this_thread::yield();
+        });
+    });
+    while (!claimed) std::this_thread::yield();
+    std::thread closer([&] { release_all_for_good(store, sig); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    go = true;
+    producer.join();
+    closer.join();
+    const auto sent = sig.sent();
+    REQUIRE(sent.size() == 2);
+    CHECK(sent[0].second == SIGSTOP);
+    CHECK(sent[1].second == SIGCONT);
+    CHECK_FALSE(sig.stopped(11));
+    // Closed: a later claim sends nothing.
+    hold_process(store, sig, 11, MT_HOLD_PRESSURE, true);
+    CHECK(sig.sent().size() == 2);
+}
+
+namespace {
+
+// Producers on `pids` claim pressure (re-sending) and first-stack pauses at random while one
+// releaser ends them at random, as memtrack's actors would. Then everybody stops: the word and
+// the last signal must agree for every process, and after a release of everything none is left
+// stopped. Returns whether they agreed everywhere (for the control below).
+struct StormResult {
+    bool consistent = true;
+    bool none_left_stopped = true;
+    uint64_t taken = 0, released = 0;
+};
+
+StormResult storm(unsigned producers, unsigned rounds, bool release_ignores_senders) {
+    FakeStore store(64);
+    FakeSignals sig;
+    const std::vector<uint32_t> pids = {2, 3, 4};
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> taken{0};
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < producers; ++t)
+        threads.emplace_back([&, t] {
+            std::mt19937 rng(t * 7919 + 1);
+            while (!stop) {
+                const uint32_t pid = pids[rng() % pids.size()];
+                const bool pressure = rng() % 4 != 0;
+                hold_process(store, sig, pid, pressure ? MT_HOLD_PRESSURE : MT_HOLD_SNAPSHOT, pressure, &taken);
+            }
+        });
+    uint64_t released = 0;
+    std::mt19937 rng(42);
+    for (unsigned i = 0; i < rounds; ++i) {
+        const uint32_t pid = pids[rng() % pids.size()];
+        const uint32_t reason = rng() % 2 ? MT_HOLD_PRESSURE : MT_HOLD_SNAPSHOT;
+        if (release_ignores_senders) {
+            // A release that does not wait for senders (the bug the protocol exists to avoid).
+            std::atomic_ref<uint32_t> w(store.words()[pid]);
+            uint32_t old = w.load();
+            if (!(old & reason) || (old & MT_HOLD_RESUMING)) continue;
+            const uint32_t next = old & ~reason;
+            if (!w.compare_exchange_strong(old, next)) continue;
+            ++released;
+            if (mt_hold_reasons(next) == 0) (void)sig.send(pid, kStart, SIGCONT);
+        } else {
+            released += release_hold(store, sig, pid, reason).released();
+        }
+    }
+    stop = true;
+    for (auto& t : threads) t.join();
+
+    StormResult out;
+    for (uint32_t pid : pids)
+        if ((mt_hold_reasons(word(store, pid)) != 0) != sig.stopped(pid)) out.consistent = false;
+    for (uint32_t pid : pids)
+        for (uint32_t reason : {MT_HOLD_PRESSURE, MT_HOLD_SNAPSHOT})
+            released += release_hold(store, sig, pid, reason).released();
+    for (uint32_t pid : pids)
+        if (sig.stopped(pid) || word(store, pid) != 0) out.none_left_stopped = false;
+    out.taken = taken;
+    out.released = released;
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("holds: under contention the word and the process agree, nothing stays stopped, stops = resumes") {
+    for (int run = 0; run < 20; ++run) {
+        CAPTURE(run);
+        const StormResult r = storm(4, 20000, false);
+        CHECK(r.consistent);
+        CHECK(r.none_left_stopped);
+        CHECK(r.taken == r.released);
+    }
+}
+
+TEST_CASE("holds: the storm catches a release that does not wait for senders (the harness can fail)") {
+    bool caught = false;
+    for (int run = 0; run < 50 && !caught; ++run) {
+        const StormResult r = storm(4, 20000, true);
+        caught = !r.consistent || !r.none_left_stopped;
+    }
+    CHECK(caught);
+}
