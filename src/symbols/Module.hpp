@@ -1,8 +1,9 @@
 #pragma once
 // One loaded module (an ELF file, or the vDSO image) and its indexes: the symbol table sorted
 // by address, built with the module, and each compile unit's functions, built the first time an
-// address falls in that unit. Lines come from libdwfl, which already keeps the compile units'
-// address ranges sorted (dwfl_module_addrdie) and decodes a unit's line table once.
+// address falls in that unit. The unit comes from libdwfl, which keeps the units' address ranges
+// sorted (dwfl_module_addrdie); its line table from libdw, decoded once per unit and
+// binary-searched (dwarf_getsrc_die).
 #include <elfutils/libdwfl.h>
 
 #include <cstdint>
@@ -50,7 +51,7 @@ public:
 
     bool usable() const { return elf_ok_; }
     const std::string& build_id() const { return build_id_; }
-    size_t symbols() const { return symbols_.size(); }
+    size_t symbols() const { return symbols_.size(); }  // in the index, for -v
 
 private:
     CuScopes& scopes_of(Dwarf_Die* cudie);

@@ -65,7 +65,8 @@ Module* Resolver::Impl::module_for(int pid, const Mapping& m) {
     if (loaded) loaded->module->index_symbols();
     const uint64_t ns = monotonic_ns() - t0;
     load_ns += ns;
-    log::info("symbols: opened {} in {:.1f} ms", m.path, double(ns) / 1e6);
+    log::info("symbols: opened {} ({} symbols) in {:.1f} ms", m.path, loaded ? loaded->module->symbols() : 0,
+              double(ns) / 1e6);
     return add(std::move(key), std::move(loaded));
 }
 

@@ -41,9 +41,6 @@ SymbolIndex SymbolIndex::build(Dwfl_Module* mod) {
     std::vector<Candidate> all;
     const int n = dwfl_module_getsymtab(mod);
     if (n > 0) all.reserve(size_t(n));
-    // libdwfl's search order: the global symbols, then the local ones (entry 0 is the null
-    // symbol), so aliases of equal rank (memmove/memcpy, a function and its __GI_ twin) resolve
-    // to the name libdwfl gave.
     auto add = [&](int i) {
         GElf_Sym sym;
         GElf_Addr addr = 0;
@@ -64,13 +61,15 @@ SymbolIndex SymbolIndex::build(Dwfl_Module* mod) {
         }
         all.push_back({addr, end, rank_of(sym), sym.st_size != 0, name});
     };
+    // libdwfl's search order: the global symbols, then the local ones (entry 0 is the null
+    // symbol), so aliases of equal rank (memmove/memcpy, a function and its __GI_ twin) resolve
+    // to the name libdwfl gave.
     const int first_global = std::clamp(dwfl_module_getsymtab_first_global(mod), 1, std::max(n, 1));
     for (int i = first_global; i < n; ++i) add(i);
     for (int i = 1; i < first_global; ++i) add(i);
-    std::stable_sort(all.begin(), all.end(),
-              [](const Candidate& a, const Candidate& b) {
-                         return std::tie(a.start, a.rank, a.end) < std::tie(b.start, b.rank, b.end);
-                     });
+    std::stable_sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
+        return std::tie(a.start, a.rank, a.end) < std::tie(b.start, b.rank, b.end);
+    });
 
     SymbolIndex index;
     index.starts_.reserve(all.size());
