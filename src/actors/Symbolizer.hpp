@@ -8,7 +8,8 @@
 // bounded: batches wait in the stack queue (64 batches of at most --chunk-records stacks); once
 // it is full the stacks consumer stops reading, the stacks ring fills, and at its stop watermark
 // BPF pauses the processes that send new stacks (pressure) until the queue drains. The resolver's
-// own memory is bounded too: one index per module, a bounded address cache.
+// memory is bounded by the binaries mapped (one index per module, compile unit and function
+// met) and a bounded address cache.
 #include <chrono>
 #include <cstdint>
 #include <memory>
