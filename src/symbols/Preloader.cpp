@@ -66,12 +66,13 @@ void Preloader::run(std::vector<Mapping> files) {
         }
         const uint64_t t0 = monotonic_ns();
         Result<LoadedModule> loaded = load_module_file(0, m);
-        if (loaded) loaded->module->index_symbols();
-        if (loaded)
+        if (loaded) {
+            loaded->module->index_symbols();
             log::info("symbols: preloaded {} ({} symbols) in {:.1f} ms", m.path, loaded->module->symbols(),
                       double(monotonic_ns() - t0) / 1e6);
-        else
+        } else {
             log::info("symbols: preloading {}: {}", m.path, loaded.error().message());
+        }
         std::lock_guard lock(mu_);
         loading_.clear();
         done_.push_back({key, std::move(loaded)});
