@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # memtrack's benchmarks, in one run (docs/BENCHMARKS.md shows a run and how to read it).
 #
-#   scripts/bench.sh [--overhead] [--pressure] [--drain] [--stacks] [--consumer] [--others]
+#   scripts/bench.sh [--overhead] [--pressure] [--drain] [--stacks] [--symbols] [--consumer] [--others]
 #                    [--report] [--reps N] [--scale F] [--system-libc] [--keep]
 #
 # Sections (all of them when none is named):
@@ -15,6 +15,11 @@
 #   --drain     `memtrack ctl drain` latency during a flood, default consumer and slowed ones.
 #   --stacks    ring bytes per allocation event with few and many call stacks, the estimate
 #               without deduplication, the symbolizer's throughput, the cost of stack capture.
+#   --symbols   the Resolver alone (bench/symbol_throughput) on node's executable and on libc: module
+#               load time, then new (distinct) addresses per CPU-second; and a node script
+#               (NODE_JS below) untracked, under memtrack --no-stacks and with stacks: wall time, the
+#               symbolizer's CPU time, and how long the stacks file took to finish after the exit.
+#               Installs Debian's nodejs when node is missing.
 #   --consumer  records per second through RingConsumer and Writer alone (bench/consumer_throughput).
 #   --others    untracked processes (a malloc loop, a syscall loop) beside a memtrack that tracks an
 #               idle command: alone, beside memtrack (per-process probes), beside
@@ -70,7 +75,7 @@ ISOLATE=1
 KEEP=0
 while (($#)); do
     case "$1" in
-    --overhead | --pressure | --drain | --stacks | --consumer | --others | --report) SECTION[${1#--}]=1 ;;
+    --overhead | --pressure | --drain | --stacks | --symbols | --consumer | --others | --report) SECTION[${1#--}]=1 ;;
     --reps) REPS="${2:?--reps needs a number}"; shift ;;
     --scale) SCALE="${2:?--scale needs a factor}"; shift ;;
     --system-libc) ISOLATE=0 ;;
@@ -83,7 +88,7 @@ done
 [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "--reps must be a positive integer"
 [[ "$SCALE" =~ ^[0-9]*\.?[0-9]+$ ]] || die "--scale must be a positive number"
 if ((${#SECTION[@]} == 0)); then
-    for s in overhead others pressure drain stacks consumer report; do SECTION[$s]=1; done
+    for s in overhead others pressure drain stacks symbols consumer report; do SECTION[$s]=1; done
 fi
 on() { [[ -n "${SECTION[$1]:-}" ]]; }
 [[ $EUID -eq 0 ]] || die "needs root (memtrack, bpftrace and the trap floor load BPF programs)"
@@ -102,6 +107,9 @@ CONSUMER_RECORDS=$(scaled 20000000)  # records through consumer_throughput
 FORKS_N=$(scaled 200)           # a tracked shell starting /bin/true FORKS_N times
 REPORT_EVENTS=$(scaled 50000000)  # events in the recording memtrack report reads
 SYSCALLS_N=$(scaled 500000)     # dd bs=1 count=SYSCALLS_N beside memtrack: 2 syscalls each
+SYMBOL_ADDRS=$(scaled 100000)   # symbol_throughput: distinct addresses per pass and file
+NODE_N=$(scaled 1000000)        # the node script's objects (issue 16's command at --scale 1)
+NODE_JS="const a=[]; for(let i=0;i<$NODE_N;i++) a.push({id:i, name:\"n\"+i, v:[i]})"
 
 # ---- build and peers, under the build lock ----
 # The lock is held for the whole run (as scripts/flood.sh does): no build or test of the machine
@@ -119,11 +127,13 @@ echo "bench: building (scripts/build.sh)" >&2
 build_t0=$EPOCHREALTIME
 "$ROOT/scripts/build.sh"
 BUILD_S=$(awk -v a="$build_t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
-for b in "$MEMTRACK" "$BIN/flood" "$BIN/churn_c" "$BIN/churn_cxx" "$BIN/callsites" "$BIN/trap_floor" "$BIN/consumer_throughput" "$BIN/report_artifact"; do
+for b in "$MEMTRACK" "$BIN/flood" "$BIN/churn_c" "$BIN/churn_cxx" "$BIN/callsites" "$BIN/trap_floor" "$BIN/consumer_throughput" \
+    "$BIN/report_artifact" "$BIN/symbol_throughput"; do
     [[ -x "$b" ]] || die "$b was not built"
 done
 
 declare -A PKG_OF=([heaptrack]=heaptrack [valgrind]=valgrind [bpftrace]=bpftrace [jq]=jq [/usr/bin/time]=time)
+if on symbols; then PKG_OF[node]=nodejs; fi
 missing=()
 for cmd in "${!PKG_OF[@]}"; do command -v "$cmd" >/dev/null || missing+=("${PKG_OF[$cmd]}"); done
 if ((${#missing[@]})); then
@@ -309,7 +319,7 @@ end_section() { echo; echo "($(fmt "$(elapsed_s "$section_t0" "$(now)")" '%.0f')
 echo "# memtrack benchmarks"
 echo
 echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "- command: scripts/bench.sh$( ((${#SECTION[@]} < 7)) && printf ' --%s' "${!SECTION[@]}") --reps $REPS --scale $SCALE$( ((ISOLATE)) || echo ' --system-libc')"
+echo "- command: scripts/bench.sh$( ((${#SECTION[@]} < 8)) && printf ' --%s' "${!SECTION[@]}") --reps $REPS --scale $SCALE$( ((ISOLATE)) || echo ' --system-libc')"
 # shellcheck source=/dev/null
 echo "- machine: $(nproc) cpu ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), kernel $(uname -r), $(. /etc/os-release && echo "$PRETTY_NAME")"
 echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg); other processes' uprobe_multi links: $(foreign_uprobe_links)"
@@ -722,6 +732,54 @@ if on stacks; then
     else
         echo "(the cost of stack capture on churn_c / churn_cxx is in the overhead section: --overhead)"
     fi
+    end_section
+fi
+
+# ---- symbols ----
+if on symbols; then
+    begin_section "Symbols"
+    NODE_BIN="$(readlink -f "$(command -v node)")"
+    SYMBOL_FILES=("$NODE_BIN" "$LIBC")
+    for ((REP = 1; REP <= REPS; ++REP)); do
+        "$BIN/symbol_throughput" --addresses "$SYMBOL_ADDRS" --json "$WORK/stats/symbols__r$REP.json" "${SYMBOL_FILES[@]}" \
+            >"$WORK/log/symbols__r$REP.log" 2>&1 || echo "symbols rep $REP: symbol_throughput failed" >>"$WORK/warnings"
+        for tool in untracked memtrack-nostacks memtrack; do run "$tool" "node__$tool" "$NODE_BIN" -e "$NODE_JS"; done
+    done
+    echo "bench/symbol_throughput --addresses $SYMBOL_ADDRS: each file mapped without a process and resolved by a fresh"
+    echo "Resolver: one address (load: open, find debug info, index the symbols), then $SYMBOL_ADDRS distinct random code"
+    echo "addresses (pass 1: compile units and functions indexed as they are met, as in a run), then $SYMBOL_ADDRS others"
+    echo "(pass 2). Rates per CPU-second of the resolving thread; medians of $REPS runs."
+    echo
+    echo "| file | load (ms) | pass 1 (addresses/CPU-s) | pass 2 (addresses/CPU-s) | named | with a line |"
+    echo "|------|----------:|-------------------------:|-------------------------:|------:|------------:|"
+    for f in "${SYMBOL_FILES[@]}"; do
+        q=".[\"$f\"]"
+        printf '| %s | %s | %s | %s | %s %% | %s %% |\n' "$f" "$(fmt "$(stat_median symbols "$q.load_ms")" '%.1f')" \
+            "$(fmt "$(stat_median symbols "$q.pass1.per_cpu_s")" '%.0f')" "$(fmt "$(stat_median symbols "$q.pass2.per_cpu_s")" '%.0f')" \
+            "$(fmt "$(stat_median symbols "$q.pass1.named / $q.pass1.addresses * 100")" '%.0f')" \
+            "$(fmt "$(stat_median symbols "$q.pass1.lined / $q.pass1.addresses * 100")" '%.0f')"
+    done
+    echo
+    echo "node -e '$NODE_JS' ($NODE_BIN, $(node --version)): wall time, medians of $REPS runs;"
+    echo "symbolize_cpu_s, shutdown_stacks_ms (shutdown start to stacks file closed) from memtrack's stats."
+    echo
+    echo "| run | wall (s) | vs --no-stacks | symbolize_cpu_s | shutdown_stacks_ms | stacks wait / run | stacks_unique | new addresses | pressure_stops |"
+    echo "|-----|---------:|---------------:|----------------:|-------------------:|------------------:|--------------:|--------------:|---------------:|"
+    ns=$(median "$WORK/t/node__memtrack-nostacks")
+    for tool in untracked memtrack-nostacks memtrack; do
+        p="node__$tool"
+        w=$(median "$WORK/t/$p")
+        if [[ $tool == memtrack ]]; then
+            printf '| %s | %s | %s | %s | %s | %s %% | %s | %s | %s |\n' "${TOOL_LABEL[$tool]}" "$(fmt "$w" '%.2f')" \
+                "$(fmt "$(calc "$w / $ns")" '%.2fx')" "$(fmt "$(stat_median "$p" .symbolize_cpu_s)" '%.3f')" \
+                "$(fmt "$(stat_median "$p" .shutdown_stacks_ms)" '%.1f')" \
+                "$(fmt "$(stat_median "$p" '.shutdown_stacks_ms / 10 / .duration_s')" '%.2f')" \
+                "$(fmt "$(stat_median "$p" .stacks_unique)" '%.0f')" "$(fmt "$(stat_median "$p" .symbolizer_addresses)" '%.0f')" \
+                "$(fmt "$(stat_median "$p" .pressure_stops)" '%.0f')"
+        else
+            printf '| %s | %s | %s | | | | | | |\n' "${TOOL_LABEL[$tool]}" "$(fmt "$w" '%.2f')" "$(fmt "$(calc "$w / $ns")" '%.2fx')"
+        fi
+    done
     end_section
 fi
 

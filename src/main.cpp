@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
     t->add_option("--resume-fill", track.resume_fill, "ring fill below which paused producers resume (default 0.25; 0: only when empty)");
     t->add_option("--wakeup-fill", track.wakeup_fill, "ring fill below which records do not wake the consumer; a 10 ms timer reads them (default 1/64; 0: wake on every record)");
     t->add_option("--consumer-delay-us", track.consumer_delay_us, "testing knob: delay every chunk by N microseconds");
+    t->add_option("--symbolize-delay-us", track.symbolize_delay_us, "testing knob: delay every new stack's symbolization by N microseconds");
     t->add_option("--libc", track.libc_path, "C library to probe (default: the one memtrack uses)");
     t->add_option("--libstdcxx", track.libstdcxx_path, "C++ runtime to probe (default: the one memtrack uses)");
     t->add_option("--threads", track.threads, "io threads (default 2)");

@@ -35,6 +35,8 @@ protected:
     void fail(Error e);
     Strand& strand() { return strand_; }
     uint64_t records_handled() const { return records_; }
+    // Batches waiting in the queue.
+    size_t queued() const { return in_.read_available(); }
 
 private:
     void on_notify();

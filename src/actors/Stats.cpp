@@ -45,11 +45,14 @@ void Stats::on_stack(uint64_t ring_bytes, uint64_t symbolize_ns) {
     symbolize_ns_.add(symbolize_ns);
 }
 
-void Stats::set_symbolizer_cache(uint64_t hits, uint64_t misses, uint64_t modules) {
+void Stats::set_symbolizer(const SymbolizerCounters& c) {
     std::lock_guard lock(mu_);
-    cache_hits_ = hits;
-    cache_misses_ = misses;
-    modules_ = modules;
+    symbolizer_ = c;
+}
+
+void Stats::on_shutdown_file_closed(bool stacks, uint64_t ns) {
+    std::lock_guard lock(mu_);
+    (stacks ? shutdown_stacks_ns_ : shutdown_artifact_ns_) = ns;
 }
 
 void Stats::set_stack_counters(uint64_t captured, uint64_t sent, uint64_t errors, uint64_t dropped) {
@@ -193,9 +196,19 @@ boost::json::object Stats::to_json() const {
         {"ring_bytes_per_event",
          allocations_ ? double(allocations_ * kEventRingBytes + stack_ring_bytes_) / double(allocations_) : 0.0},
         {"symbolize_ms", ms_summary(symbolize_ns_)},
-        {"symbolizer_cache_hit_rate",
-         cache_hits_ + cache_misses_ ? double(cache_hits_) / double(cache_hits_ + cache_misses_) : 0.0},
-        {"symbolizer_modules", modules_},
+        {"symbolizer_cache_hit_rate", symbolizer_.cache_hits + symbolizer_.cache_misses
+                                          ? double(symbolizer_.cache_hits) /
+                                                double(symbolizer_.cache_hits + symbolizer_.cache_misses)
+                                          : 0.0},
+        {"symbolizer_modules", symbolizer_.modules},
+        {"symbolizer_addresses", symbolizer_.cache_misses},
+        {"symbolize_cpu_s", double(symbolizer_.cpu_ns) / 1e9},
+        {"symbolizer_module_load_ms", double(symbolizer_.module_load_ns) / 1e6},
+        {"symbolizer_max_queued_batches", symbolizer_.max_queued_batches},
+        // From the start of the shutdown (the command's exit, a signal, a request) to each file
+        // closed: what memtrack makes its caller wait for once the command is done.
+        {"shutdown_artifact_ms", double(shutdown_artifact_ns_) / 1e6},
+        {"shutdown_stacks_ms", double(shutdown_stacks_ns_) / 1e6},
         {"processes_probed", processes_probed_},
         {"processes_on_shared_probes", processes_shared_},
         {"probe_attach_errors", probe_errors_},

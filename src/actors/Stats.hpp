@@ -8,6 +8,7 @@
 #include <boost/json/object.hpp>
 
 #include "actors/Histogram.hpp"
+#include "actors/SymbolizerCounters.hpp"
 
 namespace memtrack {
 
@@ -20,7 +21,9 @@ public:
     void on_chunk(uint64_t records, uint64_t bytes, uint64_t duration_ns, double fill);
     void on_written(uint64_t records, uint64_t artifact_events, uint64_t allocations);
     void on_stack(uint64_t ring_bytes, uint64_t symbolize_ns);
-    void set_symbolizer_cache(uint64_t hits, uint64_t misses, uint64_t modules);
+    void set_symbolizer(const SymbolizerCounters& c);
+    // At shutdown: a file (the artifact, or the stacks file) closed `ns` after the shutdown began.
+    void on_shutdown_file_closed(bool stacks, uint64_t ns);
     void set_stack_counters(uint64_t captured, uint64_t sent, uint64_t errors, uint64_t dropped);
     void on_resume(int32_t pid, uint64_t stop_to_resume_ns);
     void on_drain(uint64_t duration_ns);
@@ -49,7 +52,9 @@ private:
     uint64_t records_ = 0, bytes_ = 0, chunks_ = 0, max_records_per_chunk_ = 0;
     uint64_t max_fill_bytes_ = 0, stack_max_fill_bytes_ = 0, ring_bytes_ = 0, stop_bytes_ = 0;
     uint64_t written_ = 0, artifact_events_ = 0, allocations_ = 0;
-    uint64_t stacks_unique_ = 0, stack_ring_bytes_ = 0, cache_hits_ = 0, cache_misses_ = 0, modules_ = 0;
+    uint64_t stacks_unique_ = 0, stack_ring_bytes_ = 0;
+    SymbolizerCounters symbolizer_;
+    uint64_t shutdown_artifact_ns_ = 0, shutdown_stacks_ns_ = 0;
     uint64_t stacks_captured_ = 0, stacks_sent_ = 0, stack_errors_ = 0, stacks_dropped_ = 0;
     uint64_t dropped_ = 0, nested_ = 0, stopped_at_exit_ = 0;
     boost::json::object pauses_;  // set_pauses: the keys it writes go into to_json as they are

@@ -1,5 +1,8 @@
 #include "actors/Symbolizer.hpp"
 
+#include <algorithm>
+#include <thread>
+
 #include "bpf/hold.h"
 #include "process/ProcessHolds.hpp"
 #include "actors/Stats.hpp"
@@ -10,9 +13,10 @@
 namespace memtrack {
 
 Symbolizer::Symbolizer(boost::asio::io_context& io, BatchQueue& in, ZstdFileWriter stacks_file, Stats& stats,
-                       ProcessHolds* holds, std::unique_ptr<Resolver> resolver)
+                       ProcessHolds* holds, std::unique_ptr<Resolver> resolver,
+                       std::chrono::microseconds delay_per_stack)
     : BatchSink(io, in), file_(std::move(stacks_file)), stats_(stats), holds_(holds),
-      resolver_(resolver ? std::move(resolver) : std::make_unique<Resolver>()) {}
+      resolver_(resolver ? std::move(resolver) : std::make_unique<Resolver>()), delay_per_stack_(delay_per_stack) {}
 
 Result<void> Symbolizer::finish_file() {
     // Every stack is written: a module still preloading is needed by none. Ends now, while the
@@ -32,6 +36,10 @@ void Symbolizer::snapshot(int32_t pid, bool held) {
 }
 
 void Symbolizer::write_batch(const RecordBatch& b) {
+    // The strand runs on whichever pool thread: CPU time is read on this one, around the batch.
+    const uint64_t cpu_t0 = thread_cpu_ns();
+    // This batch was popped: the ones still queued behind it, plus itself.
+    counters_.max_queued_batches = std::max<uint64_t>(counters_.max_queued_batches, queued() + 1);
     // Mappings first, for the whole batch: paused processes wait for these reads, not for DWARF.
     for (const StackSample& s : b.stacks)
         if ((s.flags & (MT_STACK_NEW_MAPS | MT_STACK_HELD)) || !maps_.count(s.pid))
@@ -46,6 +54,7 @@ void Symbolizer::write_batch(const RecordBatch& b) {
             stats_.on_stack(MT_STACK_HEADER_BYTES + 8 * s.ips.size() + 8, 0);
             continue;
         }
+        if (delay_per_stack_.count() > 0) std::this_thread::sleep_for(delay_per_stack_);
         frames.clear();
         const ProcessMaps& maps = maps_[s.pid];
         for (uint64_t ip : s.ips) {
@@ -60,7 +69,12 @@ void Symbolizer::write_batch(const RecordBatch& b) {
         if (auto r = file_.write(buf_); !r) fail(r.error());
     }
     log::info("symbols: {} stacks symbolized in {:.1f} ms", b.stacks.size(), double(monotonic_ns() - batch_t0) / 1e6);
-    stats_.set_symbolizer_cache(resolver_->cache_hits(), resolver_->cache_misses(), resolver_->modules_loaded());
+    counters_.cache_hits = resolver_->cache_hits();
+    counters_.cache_misses = resolver_->cache_misses();
+    counters_.modules = resolver_->modules_loaded();
+    counters_.module_load_ns = resolver_->module_load_ns();
+    counters_.cpu_ns += thread_cpu_ns() - cpu_t0;
+    stats_.set_symbolizer(counters_);
 }
 
 }  // namespace memtrack

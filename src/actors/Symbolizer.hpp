@@ -3,6 +3,14 @@
 // mappings snapshot of every process seen, the consumer side of the stack batch queue, and the
 // decision to end a first-stack pause (MT_HOLD_SNAPSHOT) once its mappings are read.
 // Accepts: notify(), flush_through(pos, done), finish(done) (from BatchSink).
+//
+// When symbolizing lags behind a flood of new stacks, nothing is dropped and memory stays
+// bounded: batches wait in the stack queue (64 batches of at most --chunk-records stacks); once
+// it is full the stacks consumer stops reading, the stacks ring fills, and at its stop watermark
+// BPF pauses the processes that send new stacks (pressure) until the queue drains. The resolver's
+// memory is bounded by the binaries mapped (one index per module, compile unit and function
+// met) and a bounded address cache.
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -10,6 +18,7 @@
 #include <unordered_set>
 
 #include "actors/BatchSink.hpp"
+#include "actors/SymbolizerCounters.hpp"
 #include "format/ZstdFileWriter.hpp"
 #include "symbols/ProcessMaps.hpp"
 #include "symbols/Resolver.hpp"
@@ -21,9 +30,11 @@ class Stats;
 
 class Symbolizer : public BatchSink {
 public:
-    // `resolver` may already be preloading modules (Resolver::preload).
+    // `resolver` may already be preloading modules (Resolver::preload). `delay_per_stack` is a
+    // testing knob (--symbolize-delay-us): a symbolizer that lags.
     Symbolizer(boost::asio::io_context& io, BatchQueue& in, ZstdFileWriter stacks_file, Stats& stats,
-               ProcessHolds* holds, std::unique_ptr<Resolver> resolver = nullptr);
+               ProcessHolds* holds, std::unique_ptr<Resolver> resolver = nullptr,
+               std::chrono::microseconds delay_per_stack = {});
 
 private:
     // Touched only on the strand.
@@ -36,6 +47,8 @@ private:
     Stats& stats_;
     ProcessHolds* holds_;  // null: nothing is ever held for a snapshot (tests)
     std::unique_ptr<Resolver> resolver_;
+    std::chrono::microseconds delay_per_stack_;
+    SymbolizerCounters counters_;
     std::unordered_map<int32_t, ProcessMaps> maps_;
     std::unordered_set<uint64_t> written_;  // a stack sent twice (LRU eviction) is written once
     std::string buf_;

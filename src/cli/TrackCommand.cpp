@@ -113,7 +113,8 @@ public:
         if (stacks_file) {
             stacks_.emplace(io, value_or_throw(RingView::map(bpf.stacks_ring_fd())), stats_,
                             consumer_options(RingConsumer::Records::Stacks));
-            symbolizer_.emplace(io_, stacks_->queue, std::move(*stacks_file), stats_, &holds_, std::move(resolver));
+            symbolizer_.emplace(io_, stacks_->queue, std::move(*stacks_file), stats_, &holds_, std::move(resolver),
+                                std::chrono::microseconds(opt.symbolize_delay_us));
             connect(*stacks_, *symbolizer_);
             pressure_.watch(&stacks_->ring);
             lanes.push_back({&stacks_->ring, &stacks_->consumer, &*symbolizer_});
@@ -274,8 +275,11 @@ private:
                                                                          const char* name) mutable {
             lane.consumer.drain([this, &sink, all_done, t0, name, drains_left, detach_early]() mutable {
                 if (drains_left->fetch_sub(1) == 1 && detach_early) start_detach();
-                sink.finish([this, all_done, t0, name](Result<uint64_t> written) mutable {
-                    log::info("shutdown: {} file closed after {:.1f} ms", name, double(monotonic_ns() - t0) / 1e6);
+                const bool stacks = &sink != &writer_;
+                sink.finish([this, all_done, t0, name, stacks](Result<uint64_t> written) mutable {
+                    const uint64_t waited = monotonic_ns() - t0;
+                    log::info("shutdown: {} file closed after {:.1f} ms", name, double(waited) / 1e6);
+                    stats_.on_shutdown_file_closed(stacks, waited);
                     if (!written) record_write_error(written.error());
                     all_done();
                 });

@@ -18,6 +18,7 @@ struct TrackOptions {
     double resume_fill = 0.25;
     double wakeup_fill = 1.0 / 64;  // records below this fill do not wake the consumer
     uint64_t consumer_delay_us = 0;
+    uint64_t symbolize_delay_us = 0;
     std::string libc_path;
     std::string libstdcxx_path;
     unsigned threads = 2;

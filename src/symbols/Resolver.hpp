@@ -1,7 +1,9 @@
 #pragma once
 // Addresses of a traced process to functions, source lines and inlined calls, from the mapped
-// files' symbol tables and DWARF (elfutils libdwfl), with separate debug info found by build-id or
-// .gnu_debuglink under /usr/lib/debug.
+// files' symbol tables and DWARF (elfutils libdw/libdwfl), with separate debug info found by
+// build-id or .gnu_debuglink under /usr/lib/debug. Each binary is loaded and indexed once
+// (Module: symbols sorted by address, each compile unit's functions once it is first needed) and
+// shared by every process and path that maps it; after that an address costs microseconds.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -47,6 +49,8 @@ public:
     uint64_t cache_misses() const;
     // Module files opened with libdwfl so far (one per distinct build-id, or per file without one).
     uint64_t modules_loaded() const;
+    // Time spent loading and indexing modules on the caller's thread (not the preload thread's).
+    uint64_t module_load_ns() const;
 
 private:
     struct Impl;

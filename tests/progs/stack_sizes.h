@@ -41,4 +41,8 @@
 #define STK_SITES_STEP 10u
 #define STK_SITES_CALLS 10000u
 
+/* stack_flood: 2^STK_FLOOD_DEPTH distinct stacks, one malloc(STK_FLOOD_SIZE) each. */
+#define STK_FLOOD_DEPTH 12u
+#define STK_FLOOD_SIZE 10811u
+
 #endif

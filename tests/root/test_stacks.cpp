@@ -742,3 +742,54 @@ TEST_CASE("stacks: 100k allocations from 10 call sites send about 10 stacks") {
         }
     }
 }
+
+TEST_CASE("stacks: a flood of new stacks faster than the symbolizer pauses the flood, loses no stack, and bounds the queue") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    // A symbolizer slowed to 200 us per new stack (4096 of them: ~0.8 s behind), a queue of 64
+    // batches of 8 stacks and a 64 KiB stacks ring (~250 of these stacks): the flood outruns
+    // both within milliseconds.
+    Tracked t;
+    t.result = track(dir, {fixture("stack_flood")},
+                     {"--symbolize-delay-us", "200", "--chunk-records", "8", "--stack-ring-size", "64K"});
+    t.events = dump(t.result.artifact);
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_common(t);
+    check_stack_stats(t);
+
+    const json::object s = stats_object(t);
+    MESSAGE("pressure_stops ", stat_u64(s, "pressure_stops"), ", symbolizer_max_queued_batches ",
+            stat_u64(s, "symbolizer_max_queued_batches"), ", shutdown_stacks_ms ", stat_double(s, "shutdown_stacks_ms"));
+    // What lagging does: the queue stays within its bound, and the writers are paused by the
+    // stacks ring's pressure instead of anything being dropped.
+    CHECK(stat_u64(s, "pressure_stops") > 0);
+    CHECK(stat_u64(s, "symbolizer_max_queued_batches") <= 64);
+    CHECK(stat_u64(s, "symbolizer_max_queued_batches") > 1);
+    CHECK(stat_u64(s, "dropped") == 0);
+    CHECK(stat_double(s, "symbolize_cpu_s") > 0);
+
+    // Every allocation of the flood has its own stack, and every stack is in the file, leaf first.
+    std::set<uint64_t> hashes;
+    size_t allocations = 0;
+    for (const Event& e : t.events) {
+        if (!e.size || *e.size != STK_FLOOD_SIZE || !is_allocation(e)) continue;
+        ++allocations;
+        REQUIRE(e.stack_hash.has_value());
+        hashes.insert(*e.stack_hash);
+    }
+    CHECK(allocations == (1u << STK_FLOOD_DEPTH));
+    CHECK(hashes.size() == (1u << STK_FLOOD_DEPTH));
+    const auto stacks = dump_stacks(stacks_file_of(t.result.artifact));
+    size_t missing = 0;
+    for (uint64_t h : hashes) {
+        auto it = stacks.find(h);
+        if (it == stacks.end()) {
+            ++missing;
+            continue;
+        }
+        const auto& frames = it->second.frames;
+        REQUIRE_MESSAGE(frames.size() >= STK_FLOOD_DEPTH + 2, show(frames));
+        CHECK_MESSAGE(frames[0].function == "leaf", show(frames));
+    }
+    CHECK(missing == 0);
+}
