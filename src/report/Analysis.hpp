@@ -80,6 +80,8 @@ class Analyzer {
 public:
     Analyzer(const StackTable& stacks, FilterOptions filter, uint64_t temporary_threshold);
 
+    // A hint a few events ahead of add(e): loads the live-map slots add(e) will look at.
+    void prefetch(const Event& e) const;
     void add(const Event& e);
     Analysis finish() &&;
 
