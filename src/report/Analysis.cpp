@@ -31,6 +31,16 @@ void Analyzer::prefetch(const Event& e) const {
     if (e.old_addr && *e.old_addr != 0) live_.prefetch(BlockKey{e.pid, *e.old_addr});
 }
 
+void Analyzer::prefetch_sites(const Event& e) {
+    auto freed = [&](uint64_t addr) {
+        if (addr == 0) return;
+        if (const Block* b = live_.find(BlockKey{e.pid, addr})) sites_.prefetch_site(b->site);
+    };
+    if (e.kind == EventKind::Free) freed(e.addr);
+    if (e.kind == EventKind::Realloc && e.old_addr) freed(*e.old_addr);
+    if (is_allocation(e.kind)) sites_.prefetch(e.stack_hash);
+}
+
 void Analyzer::add(const Event& e) {
     if (!is_artifact_kind(e.kind)) return;
     if (!started_) {
@@ -197,7 +207,7 @@ Analysis Analyzer::finish() && {
     }
     a_.timeline = timeline_.points();
     a_.timeline_bucket_ns = timeline_.bucket_ns();
-    a_.sites = std::move(sites_.all());
+    a_.sites.assign(sites_.all().begin(), sites_.all().end());
     return std::move(a_);
 }
 

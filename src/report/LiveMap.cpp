@@ -38,7 +38,7 @@ void LiveMap::erase(Block* b) {
 }
 
 void LiveMap::grow() {
-    std::vector<Slot> old(slots_.size() * 2);
+    decltype(slots_) old(slots_.size() * 2);
     old.swap(slots_);
     --shift_;
     for (const Slot& s : old) {

@@ -14,6 +14,8 @@
 
 #include <boost/unordered/unordered_flat_map.hpp>
 
+#include "report/HugePageAllocator.hpp"
+
 namespace memtrack::report {
 
 struct BlockKey {
@@ -81,7 +83,7 @@ private:
     }
     void grow();
 
-    std::vector<Slot> slots_;  // a power of two of them, at most 70 % used
+    std::vector<Slot, HugePageAllocator<Slot>> slots_;  // a power of two of them, at most 70 % used
     unsigned shift_ = 64 - 10;  // 64 - log2(slots_.size())
     size_t size_ = 0;
 };

@@ -43,14 +43,16 @@ Result<Loaded> load(const std::string& artifact, const LoadOptions& opt) {
     Analyzer analyzer(*out.stacks, opt.filter, opt.temporary_threshold);
     std::optional<Progress> progress;
     if (opt.progress) progress.emplace(artifact);
-    // Events reach the analyzer kLookahead events after their prefetch(), so the cache misses
-    // of that many events overlap instead of each stalling in turn (LiveMap.hpp).
-    constexpr size_t kLookahead = 16;
+    // Events reach the analyzer kLookahead events after their prefetch() and half as many
+    // after their prefetch_sites(), so the cache misses of that many events overlap instead of
+    // each stalling in turn (LiveMap.hpp).
+    constexpr size_t kLookahead = 32;
     std::array<Event, kLookahead> ahead;
-    size_t queued = 0;
+    uint64_t queued = 0;
     auto read = read_artifact(artifact, [&](const Event& e) {
         Event& slot = ahead[queued % kLookahead];
         if (queued >= kLookahead) analyzer.add(slot);
+        if (queued >= kLookahead / 2) analyzer.prefetch_sites(ahead[(queued - kLookahead / 2) % kLookahead]);
         analyzer.prefetch(e);
         slot = e;
         ++queued;
