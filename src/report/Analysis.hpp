@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <boost/unordered/unordered_flat_map.hpp>
+
 #include "format/Record.hpp"
 #include "report/Filter.hpp"
 #include "report/LiveMap.hpp"

@@ -12,8 +12,6 @@
 #include <utility>
 #include <vector>
 
-#include <boost/unordered/unordered_flat_map.hpp>
-
 #include "report/HugePageAllocator.hpp"
 
 namespace memtrack::report {
@@ -24,6 +22,7 @@ struct BlockKey {
     bool operator==(const BlockKey&) const = default;
 };
 
+// For the library maps keyed by block (the Analyzer's mapped ranges); LiveMap hashes by itself.
 struct BlockKeyHash {
     size_t operator()(const BlockKey& k) const {
         // One multiply-xorshift round over both fields; boost's flat map mixes the result again.
