@@ -99,8 +99,9 @@ bool refer_to_buffer(msgpack::type::object_type, std::size_t, void*) { return tr
 // Decompressed bytes not yet decoded, and where they sit in the decompressed stream.
 class ValueDecoder {
 public:
-    ValueDecoder(const msgpack::unpack_limit& limits, std::string_view noun, const OnValue& on_value)
-        : limits_(limits), noun_(noun), on_value_(on_value) {}
+    ValueDecoder(const msgpack::unpack_limit& limits, std::string_view noun, const OnValue& on_value,
+                 const FastValues& fast)
+        : limits_(limits), noun_(noun), on_value_(on_value), fast_(fast) {}
 
     // Appends decompressed bytes and delivers every value now complete.
     std::optional<Error> feed(const char* data, size_t len) {
@@ -108,6 +109,12 @@ public:
         size_t pos = 0;
         std::optional<Error> err;
         while (pos < pending_.size()) {
+            if (fast_) {
+                const Taken taken = fast_(pending_.data() + pos, pending_.size() - pos);
+                pos += taken.bytes;
+                count_ += taken.values;
+                if (pos == pending_.size()) break;
+            }
             size_t next = pos;
             msgpack::object value;
             try {
@@ -155,6 +162,7 @@ private:
     const msgpack::unpack_limit& limits_;
     std::string_view noun_;
     const OnValue& on_value_;
+    const FastValues& fast_;
     msgpack::zone zone_;  // holds the value being delivered
     std::string pending_;
     uint64_t base_ = 0;  // decompressed offset of pending_[0]
@@ -164,7 +172,7 @@ private:
 }  // namespace
 
 Result<uint64_t> read_stream(const std::string& path, const msgpack::unpack_limit& limits, const Wording& wording,
-                             const OnValue& on_value) {
+                             const OnValue& on_value, const FastValues& fast) {
     Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd.valid()) return errno_error("open", path);
     std::unique_ptr<ZSTD_DCtx, DCtxDeleter> dctx(ZSTD_createDCtx());
@@ -172,7 +180,7 @@ Result<uint64_t> read_stream(const std::string& path, const msgpack::unpack_limi
 
     std::vector<char> in(ZSTD_DStreamInSize());
     std::vector<char> out(ZSTD_DStreamOutSize());
-    ValueDecoder values(limits, wording.value, on_value);
+    ValueDecoder values(limits, wording.value, on_value, fast);
     uint64_t file_offset = 0;  // compressed bytes read so far
     uint64_t frame_start = 0;
     bool in_frame = false;

@@ -26,6 +26,21 @@ ProcessTotals& Analyzer::process(int32_t pid) {
     return it->second;
 }
 
+void Analyzer::prefetch(const Event& e) const {
+    if (e.addr != 0) live_.prefetch(BlockKey{e.pid, e.addr});
+    if (e.old_addr && *e.old_addr != 0) live_.prefetch(BlockKey{e.pid, *e.old_addr});
+}
+
+void Analyzer::prefetch_sites(const Event& e) {
+    auto freed = [&](uint64_t addr) {
+        if (addr == 0) return;
+        if (const Block* b = live_.find(BlockKey{e.pid, addr})) sites_.prefetch_site(b->site);
+    };
+    if (e.kind == EventKind::Free) freed(e.addr);
+    if (e.kind == EventKind::Realloc && e.old_addr) freed(*e.old_addr);
+    if (is_allocation(e.kind)) sites_.prefetch(e.stack_hash);
+}
+
 void Analyzer::add(const Event& e) {
     if (!is_artifact_kind(e.kind)) return;
     if (!started_) {
@@ -85,14 +100,14 @@ void Analyzer::allocate(const Event& e, uint64_t t) {
         site = filter_.accepts_size(e.size) ? sites_.site_for(e.stack_hash) : kIgnoredSite;
         if (site == kIgnoredSite) ++a_.filtered_out;
     }
-    auto [it, fresh] = live_.try_emplace(BlockKey{e.pid, e.addr});
+    auto [block, fresh] = live_.try_emplace(BlockKey{e.pid, e.addr});
     if (!fresh) {
         // Still live at this address: its free was never seen. Let the new block take its place.
-        if (t != UINT64_MAX && it->second.site != kIgnoredSite) ++a_.replaced_blocks;
+        if (t != UINT64_MAX && block->site != kIgnoredSite) ++a_.replaced_blocks;
         release(e.pid, e.addr, /*temporary_candidate=*/false, t == UINT64_MAX ? 0 : t);
-        it = live_.try_emplace(BlockKey{e.pid, e.addr}).first;
+        block = live_.try_emplace(BlockKey{e.pid, e.addr}).first;
     }
-    it->second = Block{e.size, site, stamp.thread, stamp.seq};
+    *block = Block{e.size, site, stamp.thread, stamp.seq};
     if (site == kIgnoredSite) return;
 
     Site& s = sites_[site];
@@ -122,13 +137,13 @@ void Analyzer::allocate(const Event& e, uint64_t t) {
 }
 
 void Analyzer::release(int32_t pid, uint64_t addr, bool temporary_candidate, uint64_t t) {
-    auto it = live_.find(BlockKey{pid, addr});
-    if (it == live_.end()) {
+    Block* live = live_.find(BlockKey{pid, addr});
+    if (!live) {
         if (!filter_.before_window(t)) ++a_.unknown_frees;
         return;
     }
-    const Block b = it->second;
-    live_.erase(it);
+    const Block b = *live;
+    live_.erase(live);
     if (b.site == kIgnoredSite) return;
 
     Site& s = sites_[b.site];
@@ -173,12 +188,12 @@ Analysis Analyzer::finish() && {
     a_.peak_blocks = peak_.peak_blocks();
     a_.peak_time_ns = peak_.peak_time_ns();
 
-    for (const auto& [key, block] : live_) {
-        if (block.site == kIgnoredSite) continue;
+    live_.for_each([&](const BlockKey& key, const Block& block) {
+        if (block.site == kIgnoredSite) return;
         ProcessTotals& p = process(key.pid);
         ++p.leaked_blocks;
         p.leaked_bytes += block.size;
-    }
+    });
     for (auto& [pid, p] : processes_) a_.processes.push_back(p);
     std::sort(a_.processes.begin(), a_.processes.end(),
               [](const ProcessTotals& x, const ProcessTotals& y) { return x.pid < y.pid; });
@@ -192,7 +207,7 @@ Analysis Analyzer::finish() && {
     }
     a_.timeline = timeline_.points();
     a_.timeline_bucket_ns = timeline_.bucket_ns();
-    a_.sites = std::move(sites_.all());
+    a_.sites.assign(sites_.all().begin(), sites_.all().end());
     return std::move(a_);
 }
 

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <boost/unordered/unordered_flat_map.hpp>
+
 #include "format/Record.hpp"
 #include "report/Filter.hpp"
 #include "report/LiveMap.hpp"
@@ -80,6 +82,11 @@ class Analyzer {
 public:
     Analyzer(const StackTable& stacks, FilterOptions filter, uint64_t temporary_threshold);
 
+    // Hints ahead of add(e), in this order with some events in between: prefetch() loads the
+    // live-map slots add(e) will look at, prefetch_sites() (by then those slots are in the
+    // cache) the sites of the blocks it frees and of the block it makes.
+    void prefetch(const Event& e) const;
+    void prefetch_sites(const Event& e);
     void add(const Event& e);
     Analysis finish() &&;
 

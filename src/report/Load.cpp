@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <array>
 #include <optional>
 
 #include "format/ArtifactReader.hpp"
@@ -42,10 +43,24 @@ Result<Loaded> load(const std::string& artifact, const LoadOptions& opt) {
     Analyzer analyzer(*out.stacks, opt.filter, opt.temporary_threshold);
     std::optional<Progress> progress;
     if (opt.progress) progress.emplace(artifact);
+    // Events reach the analyzer kLookahead events after their prefetch() and half as many
+    // after their prefetch_sites(), so the cache misses of that many events overlap instead of
+    // each stalling in turn (LiveMap.hpp).
+    constexpr size_t kLookahead = 32;
+    std::array<Event, kLookahead> ahead;
+    uint64_t queued = 0;
     auto read = read_artifact(artifact, [&](const Event& e) {
-        analyzer.add(e);
+        Event& slot = ahead[queued % kLookahead];
+        if (queued >= kLookahead) analyzer.add(slot);
+        if (queued >= kLookahead / 2) analyzer.prefetch_sites(ahead[(queued - kLookahead / 2) % kLookahead]);
+        analyzer.prefetch(e);
+        slot = e;
+        ++queued;
         if (progress) progress->tick();
     });
+    // The last kLookahead events are still queued.
+    for (uint64_t i = queued > kLookahead ? queued - kLookahead : 0; i < queued; ++i)
+        analyzer.add(ahead[i % kLookahead]);
     if (!read) return naming(artifact, read.error());
     out.analysis = std::move(analyzer).finish();
     return out;

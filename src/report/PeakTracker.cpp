@@ -2,7 +2,7 @@
 
 namespace memtrack::report {
 
-void PeakTracker::finish(std::vector<Site>& sites) const {
+void PeakTracker::finish(std::span<Site> sites) const {
     for (Site& s : sites) touch(s);
 }
 

@@ -7,7 +7,7 @@
 // the site's peak_* fields. At the end, a site touched since the latest peak has its state at
 // the peak saved, and one not touched since still holds it in its live counters.
 #include <cstdint>
-#include <vector>
+#include <span>
 
 #include "report/Sites.hpp"
 
@@ -31,7 +31,7 @@ public:
         ++epoch_;
     }
     // Leaves every site's peak_bytes/peak_blocks as they were at the peak.
-    void finish(std::vector<Site>& sites) const;
+    void finish(std::span<Site> sites) const;
 
     uint64_t peak_bytes() const { return peak_bytes_; }
     uint64_t peak_blocks() const { return peak_blocks_; }

@@ -14,6 +14,7 @@
 
 #include "format/StacksFile.hpp"
 #include "report/Filter.hpp"
+#include "report/HugePageAllocator.hpp"
 #include "report/StackTable.hpp"
 
 namespace memtrack::report {
@@ -44,16 +45,25 @@ public:
 
     // The site of `hash`, made on first sight, or kIgnoredSite when the filter drops its stack.
     uint32_t site_for(uint64_t hash);
+    // A hint: loads the site of `hash`, if it has one yet, into the cache ahead of its use.
+    void prefetch(uint64_t hash) const {
+        if (auto it = index_.find(hash); it != index_.end()) prefetch_site(it->second);
+    }
+    void prefetch_site(uint32_t index) const {
+        if (index != kIgnoredSite) __builtin_prefetch(&sites_[index]);
+    }
     Site& operator[](uint32_t index) { return sites_[index]; }
-    const std::vector<Site>& all() const { return sites_; }
-    std::vector<Site>& all() { return sites_; }
+    // On huge pages: events reach sites at random (HugePageAllocator.hpp).
+    using Sites = std::vector<Site, HugePageAllocator<Site>>;
+    const Sites& all() const { return sites_; }
+    Sites& all() { return sites_; }
 
 private:
     const StackTable& stacks_;
     const Filter& filter_;
     boost::unordered_flat_map<uint64_t, uint32_t> index_;  // by hash
     boost::unordered_flat_map<std::string, uint32_t> by_frames_;
-    std::vector<Site> sites_;
+    Sites sites_;
 };
 
 }  // namespace memtrack::report
