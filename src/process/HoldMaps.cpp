@@ -38,9 +38,13 @@ std::vector<uint32_t> HoldMaps::indexed() const {
     std::vector<uint32_t> pids;
     std::unordered_set<uint32_t> seen;
     uint32_t key = 0, next = 0;
-    // A key removed meanwhile restarts the walk at the first key: stop at the first repeat.
-    while (bpf_map_get_next_key(held_fd_.get(), pids.empty() ? nullptr : &key, &next) == 0 && seen.insert(next).second) {
-        pids.push_back(next);
+    // A key removed under the walk (an exit) restarts it at the first key: walk on past the
+    // keys seen to the end of the map, or the pids after the restart point would be missed
+    // (the final pass would leave them stopped). Bounded, for keys that keep vanishing.
+    constexpr size_t kMaxSteps = 4 * 65536;
+    for (size_t step = 0; step < kMaxSteps; ++step) {
+        if (bpf_map_get_next_key(held_fd_.get(), step == 0 ? nullptr : &key, &next) != 0) break;
+        if (seen.insert(next).second) pids.push_back(next);
         key = next;
     }
     return pids;
