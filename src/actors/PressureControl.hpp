@@ -1,6 +1,6 @@
 #pragma once
 // Owns: the decision to end ring-pressure pauses (MT_HOLD_PRESSURE), which ProcessHolds carries out.
-// Accepts: on_chunk(ring, fill) after each consumer chunk, start(), resume_all(done), stop().
+// Accepts: on_chunk(fill) after each consumer chunk, start(), resume_all(done), stop().
 #include <atomic>
 #include <chrono>
 #include <cstdint>

@@ -112,7 +112,7 @@ void RingConsumer::read_chunk() {
         const uint64_t n = batch->records.size() + batch->stacks.size();
         out_.push(batch.release());
         if (batch_ready_) batch_ready_();
-        stats_.on_chunk(n, after - before, monotonic_ns() - t0, fill);
+        stats_.on_chunk(n, after - before, monotonic_ns() - t0);
     }
     if (observer_) observer_(after, fill);
     complete_drains();

@@ -21,13 +21,12 @@ constexpr uint64_t kEventRingBytes = 56;  // a 48-byte record plus the ring's 8-
 
 Stats::Stats() : start_ns_(monotonic_ns()) {}
 
-void Stats::on_chunk(uint64_t records, uint64_t bytes, uint64_t duration_ns, double fill) {
+void Stats::on_chunk(uint64_t records, uint64_t bytes, uint64_t duration_ns) {
     std::lock_guard lock(mu_);
     records_ += records;
     bytes_ += bytes;
     ++chunks_;
     max_records_per_chunk_ = std::max(max_records_per_chunk_, records);
-    (void)fill;  // the highest fill comes from BPF, which sees it at every write (set_max_fill)
     chunk_ns_.add(duration_ns);
 }
 

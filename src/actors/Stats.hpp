@@ -18,7 +18,7 @@ class Stats {
 public:
     Stats();
 
-    void on_chunk(uint64_t records, uint64_t bytes, uint64_t duration_ns, double fill);
+    void on_chunk(uint64_t records, uint64_t bytes, uint64_t duration_ns);
     void on_written(uint64_t records, uint64_t artifact_events, uint64_t allocations);
     void on_stack(uint64_t ring_bytes, uint64_t symbolize_ns);
     void set_symbolizer(const SymbolizerCounters& c);

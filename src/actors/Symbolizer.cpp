@@ -42,7 +42,7 @@ void Symbolizer::write_batch(const RecordBatch& b) {
     counters_.max_queued_batches = std::max<uint64_t>(counters_.max_queued_batches, queued() + 1);
     // Mappings first, for the whole batch: paused processes wait for these reads, not for DWARF.
     for (const StackSample& s : b.stacks)
-        if ((s.flags & (MT_STACK_NEW_MAPS | MT_STACK_HELD)) || !maps_.count(s.pid))
+        if ((s.flags & MT_STACK_NEW_MAPS) || !maps_.count(s.pid))  // MT_STACK_HELD comes with NEW_MAPS
             snapshot(s.pid, s.flags & MT_STACK_HELD);
 
     buf_.clear();

@@ -52,8 +52,6 @@ public:
     std::vector<uint32_t> held_for(uint32_t reasons) const { return pids_held_for(store_, reasons); }
     // pid's `held` entry (its start time, when each reason was taken), if it has one.
     std::optional<mt_held> entry(uint32_t pid) const { return store_.entry(pid); }
-    // Processes held for any reason now (after close(): must be 0).
-    size_t still_held() const { return held_for(MT_HOLD_REASON_MASK).size(); }
     HoldCounts counts() const;
 
 private:

@@ -23,7 +23,6 @@ public:
     StopGuard& operator=(StopGuard&&) = delete;
     // Hands the guard the `holds` and `held` maps (src/bpf/hold.h), `words` hold words.
     Result<void> arm(int holds_fd, int held_fd, uint32_t words);
-    pid_t pid() const { return pid_; }
     // Normal exit: memtrack's own final pass is done; the guard's finds nothing, then it is reaped.
     ~StopGuard();
 
