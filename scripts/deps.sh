@@ -18,8 +18,11 @@ memtrack_deps() (
     local -a packages=(
         libbpf-dev bpftool clang libelf-dev libboost1.81-dev libfmt-dev doctest-dev
         libcli11-dev libzstd-dev libdw-dev meson ninja-build pkg-config libcapstone-dev g++
-        protobuf-compiler libprotobuf-dev zlib1g-dev golang-go chromium
+        protobuf-compiler libprotobuf-dev zlib1g-dev golang-go chromium libiberty-dev nodejs
     )
+
+    # The Rust test fixtures: any rustc on the PATH (rustup's), else Debian's.
+    command -v rustc >/dev/null || packages+=(rustc)
 
     die() {
         echo "deps: error: $*" >&2

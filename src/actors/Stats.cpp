@@ -204,6 +204,9 @@ boost::json::object Stats::to_json() const {
         {"symbolize_cpu_s", double(symbolizer_.cpu_ns) / 1e9},
         {"symbolizer_module_load_ms", double(symbolizer_.module_load_ns) / 1e6},
         {"symbolizer_max_queued_batches", symbolizer_.max_queued_batches},
+        {"symbolizer_jit_frames", symbolizer_.jit_frames},
+        {"stacks_cut_outside_code", symbolizer_.stacks_cut_outside_code},
+        {"frames_cut_outside_code", symbolizer_.frames_cut_outside_code},
         // From the start of the shutdown (the command's exit, a signal, a request) to each file
         // closed: what memtrack makes its caller wait for once the command is done.
         {"shutdown_artifact_ms", double(shutdown_artifact_ns_) / 1e6},

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <unordered_set>
 
 #include "bpf/hold.h"
 #include "process/ProcessHolds.hpp"
@@ -28,11 +29,28 @@ Result<void> Symbolizer::finish_file() {
 void Symbolizer::snapshot(int32_t pid, bool held) {
     const uint64_t t0 = monotonic_ns();
     auto maps = ProcessMaps::read(pid);
-    if (maps) maps_[pid] = std::move(maps).value();
-    else log::info("mappings of {}: {}", pid, maps.error().message());
+    if (!maps) log::info("mappings of {}: {}", pid, maps.error().message());
+    // A process that has exited shows no mappings: what was read before it exited stays true.
+    else if (!maps->mappings().empty() || !maps_.count(pid)) maps_[pid] = std::move(maps).value();
     // BPF paused the process at its first stack so that this read could not miss it.
     if (held && holds_) holds_->release(uint32_t(pid), MT_HOLD_SNAPSHOT);
     log::info("symbols: mappings of {} read in {:.2f} ms", pid, double(monotonic_ns() - t0) / 1e6);
+}
+
+bool Symbolizer::in_code(int32_t pid, uint64_t ip, std::unordered_set<int32_t>& reread) {
+    const ProcessMaps& maps = maps_[pid];
+    // No mappings (the process was gone before they could be read): nothing to judge by.
+    if (maps.mappings().empty()) return true;
+    auto covered = [&] {
+        const Mapping* m = maps_[pid].find(ip - 1);
+        return ip != 0 && m != nullptr && m->executable;
+    };
+    if (covered()) return true;
+    // Code mapped since the snapshot without an event that says so (mprotect of a JIT's pages,
+    // the loader's own mappings): read the mappings once more, once a batch.
+    if (ip == 0 || !reread.insert(pid).second) return false;
+    snapshot(pid, false);
+    return covered();
 }
 
 void Symbolizer::write_batch(const RecordBatch& b) {
@@ -46,6 +64,7 @@ void Symbolizer::write_batch(const RecordBatch& b) {
             snapshot(s.pid, s.flags & MT_STACK_HELD);
 
     buf_.clear();
+    std::unordered_set<int32_t> reread;  // processes whose mappings this batch read again
     const uint64_t batch_t0 = monotonic_ns();
     std::vector<Frame> frames;
     for (const StackSample& s : b.stacks) {
@@ -56,9 +75,16 @@ void Symbolizer::write_batch(const RecordBatch& b) {
         }
         if (delay_per_stack_.count() > 0) std::this_thread::sleep_for(delay_per_stack_);
         frames.clear();
-        const ProcessMaps& maps = maps_[s.pid];
-        for (uint64_t ip : s.ips) {
-            auto resolved = resolver_->resolve(maps, ip);
+        for (size_t i = 0; i < s.ips.size(); ++i) {
+            const uint64_t ip = s.ips[i];
+            if (!in_code(s.pid, ip, reread)) {
+                // A frame-pointer walk that left the stack reads data as return addresses: what
+                // follows the first one is no more a caller than it is.
+                ++counters_.stacks_cut_outside_code;
+                counters_.frames_cut_outside_code += s.ips.size() - i;
+                break;
+            }
+            auto resolved = resolver_->resolve(maps_[s.pid], ip);
             frames.insert(frames.end(), std::make_move_iterator(resolved.begin()),
                           std::make_move_iterator(resolved.end()));
         }
@@ -71,6 +97,7 @@ void Symbolizer::write_batch(const RecordBatch& b) {
     log::info("symbols: {} stacks symbolized in {:.1f} ms", b.stacks.size(), double(monotonic_ns() - batch_t0) / 1e6);
     counters_.cache_hits = resolver_->cache_hits();
     counters_.cache_misses = resolver_->cache_misses();
+    counters_.jit_frames = resolver_->jit_frames();
     counters_.modules = resolver_->modules_loaded();
     counters_.module_load_ns = resolver_->module_load_ns();
     counters_.cpu_ns += thread_cpu_ns() - cpu_t0;

@@ -42,6 +42,8 @@ private:
     Result<void> flush_file() override { return file_.flush(); }
     Result<void> finish_file() override;
     void snapshot(int32_t pid, bool held);
+    // Whether `ip` (a return address) lies in code `pid` maps.
+    bool in_code(int32_t pid, uint64_t ip, std::unordered_set<int32_t>& reread);
 
     ZstdFileWriter file_;
     Stats& stats_;

@@ -1,10 +1,11 @@
 #pragma once
-// C++ symbol names for people: the runtime's demangler (libiberty's, inside libstdc++).
+// Symbol names for people: C++ through the runtime's demangler, Rust (legacy "_ZN...17h<hash>E"
+// and v0 "_R...") through libiberty's, which also drops the hash and LLVM's ".llvm.NNN" suffix.
 #include <string>
 
 namespace memtrack {
 
-// `name` demangled when it is a mangled C++ name ("_Z..."), as it is otherwise (C, or a name the
+// `name` demangled when it is a mangled Rust or C++ name, as it is otherwise (C, or a name every
 // demangler rejects).
 std::string demangle(const char* name);
 

@@ -82,8 +82,9 @@ ProcessMaps ProcessMaps::parse(std::string_view text) {
         const std::string_view line = text.substr(0, nl);
         text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
         auto m = parse_line(line);
-        // Anonymous memory, heap, stack, [vvar] and the like have no symbols to offer.
-        if (m && (m->path.starts_with('/') || m->path == "[vdso]")) maps.mappings_.push_back(std::move(*m));
+        // Data (anonymous memory, heap, stack, [vvar] and the like) has no symbols to offer.
+        if (m && (m->path.starts_with('/') || m->path == "[vdso]" || (m->executable && m->anonymous())))
+            maps.mappings_.push_back(std::move(*m));
     }
     std::sort(maps.mappings_.begin(), maps.mappings_.end(),
               [](const Mapping& a, const Mapping& b) { return a.start < b.start; });

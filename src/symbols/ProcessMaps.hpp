@@ -1,6 +1,7 @@
 #pragma once
-// A snapshot of a process's file mappings (/proc/PID/maps), for turning its addresses into
-// module-relative ones. Only what symbols can come from is kept: file-backed mappings and [vdso].
+// A snapshot of a process's mappings (/proc/PID/maps), for turning its addresses into
+// module-relative ones. Only what symbols can come from is kept: file-backed mappings, [vdso],
+// and anonymous executable memory (code a runtime made, named by its perf map).
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -14,12 +15,14 @@ struct Mapping {
     uint64_t start = 0;   // first address
     uint64_t end = 0;     // one past the last address
     uint64_t offset = 0;  // file offset mapped at `start`
-    std::string path;     // as /proc shows it, " (deleted)" included; or "[vdso]"
+    std::string path;     // as /proc shows it, " (deleted)" included; "[vdso]"; empty or "[anon:...]"
     bool executable = false;
     // Together with `path`, which file this is: a file replaced at the same path since it was
     // mapped gets another inode, so it is never mistaken for the one mapped. 0 when unknown.
     uint64_t dev = 0;  // makedev(major, minor)
     uint64_t inode = 0;
+
+    bool anonymous() const { return path.empty() || path.starts_with("[anon"); }
 };
 
 class ProcessMaps {

@@ -13,6 +13,7 @@
 #include "symbols/AddressCache.hpp"
 #include "symbols/ModuleIdentity.hpp"
 #include "symbols/ModuleLoader.hpp"
+#include "symbols/PerfMap.hpp"
 #include "symbols/Preloader.hpp"
 
 namespace memtrack {
@@ -26,6 +27,9 @@ struct Resolver::Impl {
     // (and logged) once.
     std::unordered_map<std::string, Module*> by_file;
     AddressCache cache;
+    // Key: pid. The perf maps of processes with code outside every file (JIT), read as needed.
+    std::unordered_map<int, PerfMap> perf_maps;
+    uint64_t jit_frames = 0;
     uint64_t load_ns = 0;
     // Destroyed before the modules, which its thread may still be building.
     std::unique_ptr<Preloader> preloader;
@@ -35,6 +39,7 @@ struct Resolver::Impl {
     }
 
     Module* module_for(int pid, const Mapping& m);
+    std::vector<Frame> resolve_jit(int pid, uint64_t ip, uint64_t call);
     Module* add(std::string key, Result<LoadedModule> loaded);
     Result<LoadedModule> load_vdso();
 };
@@ -85,6 +90,23 @@ Module* Resolver::Impl::add(std::string key, Result<LoadedModule> loaded) {
     return module;
 }
 
+std::vector<Frame> Resolver::Impl::resolve_jit(int pid, uint64_t ip, uint64_t call) {
+    Frame f;
+    f.ip = ip;
+    if (pid == 0) return {f};
+    auto it = perf_maps.find(pid);
+    if (it == perf_maps.end()) {
+        it = perf_maps.emplace(pid, PerfMap::for_process(pid)).first;
+        if (auto r = it->second.refresh(); !r) log::info("symbols: no perf map for {}: {}", pid, r.error().message());
+    }
+    const std::string* name = it->second.find(call);
+    if (name == nullptr) return {f};
+    ++jit_frames;
+    f.module = kJitModule;
+    f.function = *name;
+    return {f};
+}
+
 Resolver::Resolver() : impl_(std::make_unique<Impl>()) {}
 Resolver::~Resolver() = default;
 
@@ -97,6 +119,7 @@ std::vector<Frame> Resolver::resolve(const ProcessMaps& maps, uint64_t ip) {
     const uint64_t call = ip - 1;
     const Mapping* m = maps.find(call);
     if (m == nullptr) return {unknown};
+    if (m->anonymous()) return impl_->resolve_jit(maps.pid(), ip, call);
     unknown.module = m->path;
     if (!m->executable) return {unknown};
     Module* module = impl_->module_for(maps.pid(), *m);
@@ -149,6 +172,7 @@ void Resolver::stop_preloading() {
 
 uint64_t Resolver::cache_hits() const { return impl_->cache.hits(); }
 uint64_t Resolver::cache_misses() const { return impl_->cache.misses(); }
+uint64_t Resolver::jit_frames() const { return impl_->jit_frames; }
 uint64_t Resolver::modules_loaded() const { return impl_->modules.size(); }
 uint64_t Resolver::module_load_ns() const { return impl_->load_ns; }
 

@@ -14,6 +14,9 @@
 
 namespace memtrack {
 
+// The module of a frame in code a runtime made, named by the process's perf map (PerfMap).
+inline constexpr const char* kJitModule = "[jit]";
+
 // Not thread-safe: one Resolver belongs to one strand (the symbolizer's).
 class Resolver {
 public:
@@ -28,7 +31,8 @@ public:
     // Innermost first: a frame per call inlined at that spot (inlined = true), then the function
     // that contains the code. Never empty, never throws: an address outside every mapping gives
     // one Frame with only `ip`; one in a module without symbols (stripped, unreadable, deleted)
-    // keeps `ip`, `module` and `build_id` when known, with `function` empty.
+    // keeps `ip`, `module` and `build_id` when known, with `function` empty. An address in
+    // anonymous executable memory is named by the process's perf map (module kJitModule).
     std::vector<Frame> resolve(const ProcessMaps& maps, uint64_t ip);
 
     // Starts loading the ELF files at `paths` as modules, with their symbol tables and DWARF
@@ -47,6 +51,8 @@ public:
     // Lookups answered from, and added to, the per-module address cache.
     uint64_t cache_hits() const;
     uint64_t cache_misses() const;
+    // Frames named by a perf map so far.
+    uint64_t jit_frames() const;
     // Module files opened with libdwfl so far (one per distinct build-id, or per file without one).
     uint64_t modules_loaded() const;
     // Time spent loading and indexing modules on the caller's thread (not the preload thread's).

@@ -194,7 +194,7 @@ void write_stacks(const std::string& path, const std::vector<StackRecord>& stack
 
 }  // namespace
 
-TEST_CASE("ProcessMaps::parse keeps file mappings and [vdso], sorted, and finds addresses") {
+TEST_CASE("ProcessMaps::parse keeps file mappings, [vdso] and anonymous code, sorted, and finds addresses") {
     const char* text =
         "7f1c2a400000-7f1c2a428000 r--p 00000000 fd:01 1835123                    /usr/lib/x86_64-linux-gnu/libc.so.6\n"
         "555f1c600000-555f1c602000 r--p 00000000 fd:01 2097160                    /usr/bin/prog\n"
@@ -202,6 +202,7 @@ TEST_CASE("ProcessMaps::parse keeps file mappings and [vdso], sorted, and finds 
         "555f1d000000-555f1d021000 rw-p 00000000 00:00 0                          [heap]\n"
         "7f1c2a428000-7f1c2a59d000 r-xp 00028000 fd:01 1835123                    /usr/lib/x86_64-linux-gnu/libc.so.6\n"
         "7f1c2a600000-7f1c2a601000 rw-p 00000000 00:00 0 \n"
+        "7f1c2a680000-7f1c2a690000 r-xp 00000000 00:00 0 \n"
         "7f1c2a700000-7f1c2a710000 r-xp 00001000 08:02 77                         /opt/my app/lib plugin.so (deleted)\n"
         "7ffd3e1f0000-7ffd3e211000 rw-p 00000000 00:00 0                          [stack]\n"
         "7ffd3e2fa000-7ffd3e2fe000 r--p 00000000 00:00 0                          [vvar]\n"
@@ -211,7 +212,7 @@ TEST_CASE("ProcessMaps::parse keeps file mappings and [vdso], sorted, and finds 
     const ProcessMaps maps = ProcessMaps::parse(text);
     CHECK(maps.pid() == 0);
     const auto& m = maps.mappings();
-    REQUIRE(m.size() == 6);
+    REQUIRE(m.size() == 7);
     CHECK(m[0].path == "/usr/bin/prog");
     CHECK(m[0].start == 0x555f1c600000);
     CHECK(m[0].end == 0x555f1c602000);
@@ -222,10 +223,15 @@ TEST_CASE("ProcessMaps::parse keeps file mappings and [vdso], sorted, and finds 
     CHECK(m[1].dev == makedev(0xfd, 0x01));
     CHECK(m[2].path == "/usr/lib/x86_64-linux-gnu/libc.so.6");
     CHECK(m[3].offset == 0x28000);
-    CHECK(m[4].path == "/opt/my app/lib plugin.so (deleted)");
-    CHECK(m[4].dev == makedev(8, 2));
-    CHECK(m[5].path == "[vdso]");
-    CHECK(m[5].executable);
+    CHECK(m[4].path.empty());  // code a runtime made: executable, anonymous
+    CHECK(m[4].executable);
+    CHECK(m[4].anonymous());
+    CHECK_FALSE(m[3].anonymous());
+    CHECK(m[5].path == "/opt/my app/lib plugin.so (deleted)");
+    CHECK(m[5].dev == makedev(8, 2));
+    CHECK(m[6].path == "[vdso]");
+    CHECK(m[6].executable);
+    CHECK_FALSE(m[6].anonymous());
 
     CHECK(maps.find(0x555f1c602000) == &m[1]);
     CHECK(maps.find(0x555f1c606fff) == &m[1]);
@@ -234,7 +240,9 @@ TEST_CASE("ProcessMaps::parse keeps file mappings and [vdso], sorted, and finds 
     CHECK(maps.find(0x555f1d000010) == nullptr);
     CHECK(maps.find(0) == nullptr);
     CHECK(maps.find(std::numeric_limits<uint64_t>::max()) == nullptr);
-    CHECK(maps.find(0x7ffd3e2fe800) == &m[5]);
+    CHECK(maps.find(0x7ffd3e2fe800) == &m[6]);
+    CHECK(maps.find(0x7f1c2a600010) == nullptr);  // anonymous data is not kept
+    CHECK(maps.find(0x7f1c2a68ffff) == &m[4]);
     CHECK(ProcessMaps::parse("").mappings().empty());
 }
 
