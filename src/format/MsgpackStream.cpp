@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <utility>
@@ -103,28 +104,35 @@ public:
                  const FastValues& fast)
         : limits_(limits), noun_(noun), on_value_(on_value), fast_(fast) {}
 
-    // Appends decompressed bytes and delivers every value now complete.
-    std::optional<Error> feed(const char* data, size_t len) {
-        pending_.append(data, len);
+    // Room for `n` more decompressed bytes, right after those not yet decoded: zstd writes
+    // there, so its output is decoded where it lands rather than copied into a buffer first.
+    char* space(size_t n) {
+        if (buf_.size() < filled_ + n) buf_.resize(filled_ + n);
+        return buf_.data() + filled_;
+    }
+
+    // Takes the `n` bytes just written at space() and delivers every value now complete.
+    std::optional<Error> feed(size_t n) {
+        filled_ += n;
+        const char* data = buf_.data();
         size_t pos = 0;
         std::optional<Error> err;
-        while (pos < pending_.size()) {
+        while (pos < filled_) {
             if (fast_) {
-                const Taken taken = fast_(pending_.data() + pos, pending_.size() - pos);
+                const Taken taken = fast_(data + pos, filled_ - pos);
                 pos += taken.bytes;
                 count_ += taken.values;
-                if (pos == pending_.size()) break;
+                if (pos == filled_) break;
             }
             size_t next = pos;
             msgpack::object value;
             try {
                 // One zone for every value, emptied before each: a fresh one per value (what
                 // msgpack::unpack without a zone makes) costs a malloc and a free per event.
-                // Strings and bins point into pending_ rather than being copied into the zone:
-                // the value is used and dropped before pending_ changes.
+                // Strings and bins point into buf_ rather than being copied into the zone:
+                // the value is used and dropped before buf_ changes.
                 zone_.clear();
-                value = msgpack::unpack(zone_, pending_.data(), pending_.size(), next, refer_to_buffer, nullptr,
-                                        limits_);
+                value = msgpack::unpack(zone_, data, filled_, next, refer_to_buffer, nullptr, limits_);
             } catch (const msgpack::insufficient_bytes&) {
                 // The value continues in the next decompressed chunk; parse it again from its
                 // start then. Values are small next to a chunk, so re-parsing costs little.
@@ -140,16 +148,17 @@ public:
             ++count_;
             pos = next;
         }
-        pending_.erase(0, pos);
+        // What is left is the start of one value: moved to the front, it is a few bytes.
+        std::memmove(buf_.data(), buf_.data() + pos, filled_ - pos);
+        filled_ -= pos;
         base_ += pos;
         return err;
     }
 
     // Bytes left over at the end of the stream: the start of a value that never ended.
     std::optional<Error> finish() const {
-        if (pending_.empty()) return std::nullopt;
-        return corrupt(base_, fmt::format("value cut short by the end of the stream ({} bytes left)",
-                                          pending_.size()));
+        if (filled_ == 0) return std::nullopt;
+        return corrupt(base_, fmt::format("value cut short by the end of the stream ({} bytes left)", filled_));
     }
 
     uint64_t count() const { return count_; }
@@ -163,9 +172,10 @@ private:
     std::string_view noun_;
     const OnValue& on_value_;
     const FastValues& fast_;
-    msgpack::zone zone_;  // holds the value being delivered
-    std::string pending_;
-    uint64_t base_ = 0;  // decompressed offset of pending_[0]
+    msgpack::zone zone_;     // holds the value being delivered
+    std::vector<char> buf_;  // [0, filled_): decompressed, not yet decoded
+    size_t filled_ = 0;
+    uint64_t base_ = 0;  // decompressed offset of buf_[0]
     uint64_t count_ = 0;
 };
 
@@ -179,7 +189,7 @@ Result<uint64_t> read_stream(const std::string& path, const msgpack::unpack_limi
     if (!dctx) return Error{"ZSTD_createDCtx", path, ENOMEM, {}};
 
     std::vector<char> in(ZSTD_DStreamInSize());
-    std::vector<char> out(ZSTD_DStreamOutSize());
+    const size_t out_size = ZSTD_DStreamOutSize();
     ValueDecoder values(limits, wording.value, on_value, fast);
     uint64_t file_offset = 0;  // compressed bytes read so far
     uint64_t frame_start = 0;
@@ -190,7 +200,7 @@ Result<uint64_t> read_stream(const std::string& path, const msgpack::unpack_limi
     auto decompress = [&](ZSTD_inBuffer& input, uint64_t input_offset) -> std::optional<Error> {
         for (;;) {
             const size_t before = input.pos;
-            ZSTD_outBuffer output{out.data(), out.size(), 0};
+            ZSTD_outBuffer output{values.space(out_size), out_size, 0};
             const size_t ret = ZSTD_decompressStream(dctx.get(), &output, &input);
             if (ZSTD_isError(ret)) return corrupt_zstd(input_offset + input.pos, ZSTD_getErrorName(ret));
             if (!in_frame && input.pos > before) {
@@ -200,7 +210,7 @@ Result<uint64_t> read_stream(const std::string& path, const msgpack::unpack_limi
             // zstd stops at each frame's end and returns 0 there, having flushed all its output.
             if (ret == 0) in_frame = false;
             if (output.pos > 0)
-                if (auto err = values.feed(out.data(), output.pos)) return err;
+                if (auto err = values.feed(output.pos)) return err;
             // A full output buffer may mean more is waiting inside zstd, even with no input left.
             if (input.pos == input.size && output.pos < output.size) return std::nullopt;
             if (input.size == 0 && output.pos == 0) return std::nullopt;

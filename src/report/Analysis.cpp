@@ -29,6 +29,7 @@ ProcessTotals& Analyzer::process(int32_t pid) {
 void Analyzer::prefetch(const Event& e) const {
     if (e.addr != 0) live_.prefetch(BlockKey{e.pid, e.addr});
     if (e.old_addr && *e.old_addr != 0) live_.prefetch(BlockKey{e.pid, *e.old_addr});
+    if (is_allocation(e.kind)) sites_.prefetch_index(e.stack_hash);
 }
 
 void Analyzer::prefetch_sites(const Event& e) {
@@ -110,15 +111,15 @@ void Analyzer::allocate(const Event& e, uint64_t t) {
     *block = Block{e.size, site, stamp.thread, stamp.seq};
     if (site == kIgnoredSite) return;
 
-    Site& s = sites_[site];
-    peak_.touch(s);
+    SiteCounters& s = sites_.counters(site);
+    peak_.touch(s, sites_.peak(site));
     ++s.calls;
     s.bytes += e.size;
     ++s.live_blocks;
     s.live_bytes += e.size;
     if (e.stack_hash == 0)
         ++a_.without_stack;
-    else if (!s.frames)
+    else if (s.no_frames)
         ++a_.stack_missing;
 
     ++a_.calls;
@@ -146,8 +147,8 @@ void Analyzer::release(int32_t pid, uint64_t addr, bool temporary_candidate, uin
     live_.erase(live);
     if (b.site == kIgnoredSite) return;
 
-    Site& s = sites_[b.site];
-    peak_.touch(s);
+    SiteCounters& s = sites_.counters(b.site);
+    peak_.touch(s, sites_.peak(b.site));
     --s.live_blocks;
     s.live_bytes -= b.size;
     ++a_.frees;
@@ -183,7 +184,7 @@ void Analyzer::unmap(const Event& e) {
 }
 
 Analysis Analyzer::finish() && {
-    peak_.finish(sites_.all());
+    peak_.finish(sites_);
     a_.peak_bytes = peak_.peak_bytes();
     a_.peak_blocks = peak_.peak_blocks();
     a_.peak_time_ns = peak_.peak_time_ns();
@@ -207,7 +208,7 @@ Analysis Analyzer::finish() && {
     }
     a_.timeline = timeline_.points();
     a_.timeline_bucket_ns = timeline_.bucket_ns();
-    a_.sites.assign(sites_.all().begin(), sites_.all().end());
+    a_.sites = sites_.sites();
     return std::move(a_);
 }
 

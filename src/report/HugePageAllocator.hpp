@@ -23,8 +23,10 @@ struct HugePageAllocator {
     T* allocate(size_t n) {
         const size_t bytes = n * sizeof(T);
         // Small tables stay on ordinary pages: a huge page each would waste memory for nothing.
+        // T may be aligned to a cache line, more than malloc promises.
         if (bytes < kHugePage) {
-            if (void* p = std::malloc(bytes)) return static_cast<T*>(p);
+            constexpr size_t align = alignof(T) > alignof(std::max_align_t) ? alignof(T) : alignof(std::max_align_t);
+            if (void* p = std::aligned_alloc(align, (bytes + align - 1) / align * align)) return static_cast<T*>(p);
             throw std::bad_alloc();
         }
         const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;

@@ -2,17 +2,12 @@
 // The blocks live now, by process and address: the report's only memory that grows with the
 // trace (besides the distinct stacks).
 //
-// An open-addressing table of its own (linear probing, deletion by backward shift, no
-// tombstones) rather than a library map, for one thing a library map does not offer: prefetch()
-// of the slot an event will look at, issued a few events ahead. With 100000 blocks live and
-// frees of random blocks the slot is a cache miss for almost every event; the reader
-// (report/Load.cpp) overlaps those misses instead of waiting on each in turn.
+// An OpenTable (OpenTable.hpp), whose slot for an event's block can be prefetched: with 100000
+// blocks live and frees of random blocks it is a cache miss for almost every event.
 #include <cstddef>
 #include <cstdint>
-#include <utility>
-#include <vector>
 
-#include "report/HugePageAllocator.hpp"
+#include "report/OpenTable.hpp"
 
 namespace memtrack::report {
 
@@ -39,52 +34,15 @@ struct Block {
     uint64_t seq = 0;     // that thread's allocation number, for the TemporaryDetector
 };
 
-class LiveMap {
-public:
-    LiveMap() : slots_(kMinSlots) {}
-
-    // The block at `key`, or nullptr. Pointers stay valid until the next try_emplace or erase.
-    Block* find(const BlockKey& key) {
-        for (size_t i = home(key);; i = (i + 1) & mask()) {
-            Slot& s = slots_[i];
-            if (s.key.addr == 0) return nullptr;
-            if (s.key == key) return &s.block;
-        }
-    }
-    // The block at `key` and true if it was made now (zeroed), or the one already there.
-    // `key.addr` is never 0: address 0 is a failed allocation, never live (and marks empty slots).
-    std::pair<Block*, bool> try_emplace(const BlockKey& key);
-    // Removes the block `b` points to (from find or try_emplace).
-    void erase(Block* b);
-    // A hint: the slot `key` would be found at, loaded into the cache ahead of its use.
-    void prefetch(const BlockKey& key) const { __builtin_prefetch(&slots_[home(key)]); }
-
-    size_t size() const { return size_; }
-    template <typename F>
-    void for_each(F&& f) const {
-        for (const Slot& s : slots_)
-            if (s.key.addr != 0) f(s.key, s.block);
-    }
-
-private:
-    struct Slot {
-        BlockKey key;  // addr 0: empty
-        Block block;
-    };
-    static constexpr size_t kMinSlots = 1024;
-
-    size_t mask() const { return slots_.size() - 1; }
+// Address 0 is a failed allocation, never live: it marks the empty slots.
+struct BlockKeyTraits {
+    static bool empty(const BlockKey& k) { return k.addr == 0; }
+    static BlockKey none() { return {}; }
     // Fibonacci hashing: the top bits of one multiply spread the 16-byte-aligned addresses
     // malloc returns over the table.
-    size_t home(const BlockKey& key) const {
-        const uint64_t h = (key.addr ^ (uint64_t(uint32_t(key.pid)) << 47)) * 0x9e3779b97f4a7c15ull;
-        return size_t(h >> shift_);
-    }
-    void grow();
-
-    std::vector<Slot, HugePageAllocator<Slot>> slots_;  // a power of two of them, at most 70 % used
-    unsigned shift_ = 64 - 10;  // 64 - log2(slots_.size())
-    size_t size_ = 0;
+    static uint64_t hash(const BlockKey& k) { return (k.addr ^ (uint64_t(uint32_t(k.pid)) << 47)) * 0x9e3779b97f4a7c15ull; }
 };
+
+using LiveMap = OpenTable<BlockKey, Block, BlockKeyTraits>;
 
 }  // namespace memtrack::report

@@ -2,8 +2,8 @@
 
 namespace memtrack::report {
 
-void PeakTracker::finish(std::span<Site> sites) const {
-    for (Site& s : sites) touch(s);
+void PeakTracker::finish(SiteTable& sites) const {
+    for (uint32_t i = 0; i < sites.size(); ++i) touch(sites.counters(i), sites.peak(i));
 }
 
 }  // namespace memtrack::report

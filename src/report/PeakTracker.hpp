@@ -4,10 +4,9 @@
 //
 // Each new peak starts an epoch. A site's live counters stand for its state at the latest peak
 // until the first time they change after it; just before that change, touch() saves them into
-// the site's peak_* fields. At the end, a site touched since the latest peak has its state at
+// the site's SitePeak. At the end, a site touched since the latest peak has its state at
 // the peak saved, and one not touched since still holds it in its live counters.
 #include <cstdint>
-#include <span>
 
 #include "report/Sites.hpp"
 
@@ -15,11 +14,11 @@ namespace memtrack::report {
 
 class PeakTracker {
 public:
-    // Before any change to `s.live_bytes` or `s.live_blocks`.
-    void touch(Site& s) const {
+    // Before any change to `s.live_bytes` or `s.live_blocks`; `p` is the same site's.
+    void touch(SiteCounters& s, SitePeak& p) const {
         if (s.peak_epoch == epoch_) return;
-        s.peak_bytes = s.live_bytes;
-        s.peak_blocks = s.live_blocks;
+        p.bytes = s.live_bytes;
+        p.blocks = s.live_blocks;
         s.peak_epoch = epoch_;
     }
     // After every change to the live total; `time_ns` is the event's.
@@ -30,8 +29,8 @@ public:
         peak_time_ns_ = time_ns;
         ++epoch_;
     }
-    // Leaves every site's peak_bytes/peak_blocks as they were at the peak.
-    void finish(std::span<Site> sites) const;
+    // Leaves every site's SitePeak as it was at the peak.
+    void finish(SiteTable& sites) const;
 
     uint64_t peak_bytes() const { return peak_bytes_; }
     uint64_t peak_blocks() const { return peak_blocks_; }

@@ -20,17 +20,37 @@ std::string site_key(uint64_t hash, const std::vector<Frame>* frames) {
 }  // namespace
 
 uint32_t SiteTable::site_for(uint64_t hash) {
-    auto [it, fresh] = index_.try_emplace(hash, kIgnoredSite);
-    if (!fresh) return it->second;
+    uint32_t* site = &no_stack_;
+    if (hash == 0) {
+        if (no_stack_seen_) return no_stack_;
+        no_stack_seen_ = true;
+    } else {
+        auto [it, fresh] = index_.try_emplace(hash);
+        site = it;
+        if (!fresh) return *site;
+    }
+    // First sight of `hash`; `site` stays valid: nothing is inserted into index_ before it is set.
+    *site = kIgnoredSite;
     const std::vector<Frame>* frames = hash != 0 ? stacks_.find(hash) : nullptr;
     if (!filter_.accepts_stack(frames)) return kIgnoredSite;
-    auto [same, new_site] = by_frames_.try_emplace(site_key(hash, frames), uint32_t(sites_.size()));
-    it->second = same->second;
-    if (!new_site) return it->second;
-    Site& s = sites_.emplace_back();
-    s.hash = hash;
-    s.frames = frames;
-    return it->second;
+    auto [same, new_site] = by_frames_.try_emplace(site_key(hash, frames), uint32_t(counters_.size()));
+    *site = same->second;
+    if (!new_site) return *site;
+    counters_.emplace_back().no_frames = frames == nullptr;
+    peaks_.emplace_back();
+    info_.push_back({hash, frames});
+    return *site;
+}
+
+std::vector<Site> SiteTable::sites() const {
+    std::vector<Site> out;
+    out.reserve(counters_.size());
+    for (size_t i = 0; i < counters_.size(); ++i) {
+        const SiteCounters& c = counters_[i];
+        out.push_back(Site{c.live_bytes, c.live_blocks, peaks_[i].bytes, peaks_[i].blocks, c.calls, c.bytes,
+                           c.temporary_calls, c.temporary_bytes, info_[i].hash, info_[i].frames});
+    }
+    return out;
 }
 
 }  // namespace memtrack::report

@@ -15,6 +15,7 @@
 #include "format/StacksFile.hpp"
 #include "report/Filter.hpp"
 #include "report/HugePageAllocator.hpp"
+#include "report/OpenTable.hpp"
 #include "report/StackTable.hpp"
 
 namespace memtrack::report {
@@ -23,12 +24,10 @@ namespace memtrack::report {
 // frees of unknown blocks, counted nowhere.
 inline constexpr uint32_t kIgnoredSite = UINT32_MAX;
 
-// The fields every event touches come first, in one cache line: with many sites, the site is
-// the second cache miss of most events (after the live map's).
-struct alignas(64) Site {
+// A site as the printers read it, made by SiteTable::sites() at the end.
+struct Site {
     uint64_t live_bytes = 0;   // live now (at the end: leaked)
     uint64_t live_blocks = 0;
-    uint64_t peak_epoch = 0;   // PeakTracker's bookkeeping
     uint64_t peak_bytes = 0;   // live at the moment of the peak (PeakTracker)
     uint64_t peak_blocks = 0;
     uint64_t calls = 0;        // allocations made here
@@ -39,31 +38,80 @@ struct alignas(64) Site {
     const std::vector<Frame>* frames = nullptr;  // innermost first; null when the stacks file lacks it
 };
 
+// Everything an event reads or writes of its site, in one cache line: with many sites the site
+// is a cache miss of most events, and one line is what a prefetch fetches (SiteTable::prefetch).
+struct alignas(64) SiteCounters {
+    uint64_t live_bytes = 0;
+    uint64_t live_blocks = 0;
+    uint64_t peak_epoch = 0;  // PeakTracker's bookkeeping
+    uint64_t calls = 0;
+    uint64_t bytes = 0;
+    uint64_t temporary_calls = 0;
+    uint64_t temporary_bytes = 0;
+    bool no_frames = false;  // Site::frames is null
+};
+static_assert(sizeof(SiteCounters) == 64);
+
+// What the site had live at the latest peak (PeakTracker), apart: written only by the first
+// change to the site after each new peak.
+struct SitePeak {
+    uint64_t bytes = 0;
+    uint64_t blocks = 0;
+};
+
 class SiteTable {
 public:
     SiteTable(const StackTable& stacks, const Filter& filter) : stacks_(stacks), filter_(filter) {}
 
     // The site of `hash`, made on first sight, or kIgnoredSite when the filter drops its stack.
     uint32_t site_for(uint64_t hash);
-    // A hint: loads the site of `hash`, if it has one yet, into the cache ahead of its use.
-    void prefetch(uint64_t hash) const {
-        if (auto it = index_.find(hash); it != index_.end()) prefetch_site(it->second);
+    // Hints ahead of site_for(hash), in this order with some events in between: the index
+    // slot of `hash`, then (that slot being in the cache by then) the counters of its site if
+    // it has one yet.
+    void prefetch_index(uint64_t hash) const {
+        if (hash != 0) index_.prefetch(hash);
+    }
+    void prefetch(uint64_t hash) {
+        const uint32_t* site = hash != 0 ? index_.find(hash) : &no_stack_;
+        if (site) prefetch_site(*site);
     }
     void prefetch_site(uint32_t index) const {
-        if (index != kIgnoredSite) __builtin_prefetch(&sites_[index]);
+        if (index < counters_.size()) __builtin_prefetch(&counters_[index]);
     }
-    Site& operator[](uint32_t index) { return sites_[index]; }
-    // On huge pages: events reach sites at random (HugePageAllocator.hpp).
-    using Sites = std::vector<Site, HugePageAllocator<Site>>;
-    const Sites& all() const { return sites_; }
-    Sites& all() { return sites_; }
+    SiteCounters& counters(uint32_t index) { return counters_[index]; }
+    SitePeak& peak(uint32_t index) { return peaks_[index]; }
+
+    size_t size() const { return counters_.size(); }
+    // Every site, in order of first allocation.
+    std::vector<Site> sites() const;
 
 private:
+    struct StackHashTraits {
+        static bool empty(uint64_t hash) { return hash == 0; }  // hash 0 is no_stack_
+        static uint64_t none() { return 0; }
+        // splitmix64's finalizer: stack hashes need not be random in their top bits (a
+        // multiply alone left the benchmark's hashes, multiples of one constant, in long runs).
+        static uint64_t hash(uint64_t h) {
+            h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+            h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+            return h ^ (h >> 31);
+        }
+    };
+    struct Info {
+        uint64_t hash = 0;
+        const std::vector<Frame>* frames = nullptr;
+    };
+
     const StackTable& stacks_;
     const Filter& filter_;
-    boost::unordered_flat_map<uint64_t, uint32_t> index_;  // by hash
+    OpenTable<uint64_t, uint32_t, StackHashTraits> index_;  // by hash, except hash 0
+    uint32_t no_stack_ = kIgnoredSite;  // the site of allocations without a stack, once seen
+    bool no_stack_seen_ = false;
     boost::unordered_flat_map<std::string, uint32_t> by_frames_;
-    Sites sites_;
+    // On huge pages: events reach sites at random (HugePageAllocator.hpp).
+    std::vector<SiteCounters, HugePageAllocator<SiteCounters>> counters_;
+    std::vector<SitePeak> peaks_;
+    std::vector<Info> info_;
 };
 
 }  // namespace memtrack::report

@@ -1,7 +1,8 @@
 // memtrack report on a real recording: report_known (tests/progs/report_known.c) makes leaks
 // through a known chain, a peak of known blocks and known temporary allocations; every format
-// must give exactly those bytes, blocks and stacks. pprof is read back by `go tool pprof` and the
-// html page rendered by headless Chromium, when they are installed (otherwise a SKIP line says so).
+// must give exactly those bytes, blocks and stacks. pprof is read back by `go tool pprof`; the
+// html page is rendered by headless Chromium, and driven by it over the DevTools protocol (a
+// click to zoom, a search), when they are installed (otherwise a SKIP line says so).
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
@@ -15,6 +16,7 @@
 
 #include <boost/json.hpp>
 
+#include "DevTools.hpp"
 #include "Harness.hpp"
 #include "report_sizes.h"
 
@@ -91,6 +93,50 @@ void write_report(const std::string& artifact, const std::string& format, const 
 uint64_t file_size(const std::string& path) {
     struct stat st {};
     return ::stat(path.c_str(), &st) == 0 ? uint64_t(st.st_size) : 0;
+}
+
+
+// A flamegraph frame as the page shows it.
+struct ShownFrame {
+    std::string name;
+    double left = 0;  // CSS pixels, from the flamegraph's left edge
+    double width = 0;
+    bool dim = false;    // a frame above the zoomed one
+    bool match = false;  // highlighted by the search
+};
+
+// The flamegraph's frames, top row first and left to right within a row.
+std::vector<ShownFrame> shown_frames(DevTools& browser) {
+    const json::value v = browser.eval(
+        "Array.from(document.querySelectorAll('#flame .fg')).map((d) => [d.textContent, parseFloat(d.style.left), "
+        "parseFloat(d.style.width), parseFloat(d.style.top), d.classList.contains('dim'), d.classList.contains('match')])"
+        ".sort((a, b) => a[3] - b[3] || a[1] - b[1])");
+    std::vector<ShownFrame> out;
+    for (const json::value& f : v.as_array()) {
+        const json::array& a = f.as_array();
+        out.push_back({std::string(a[0].as_string()), a[1].to_number<double>(), a[2].to_number<double>(),
+                       a[4].as_bool(), a[5].as_bool()});
+    }
+    return out;
+}
+
+const ShownFrame* frame_named(const std::vector<ShownFrame>& frames, const std::string& name) {
+    for (const ShownFrame& f : frames)
+        if (f.name == name) return &f;
+    return nullptr;
+}
+
+// A real mouse click in the middle of the element `expression` names, scrolled into view.
+void click_element(DevTools& browser, const std::string& expression) {
+    const json::value r = browser.eval("(() => { const e = " + expression +
+                                       "; e.scrollIntoView({block: 'center'}); const r = e.getBoundingClientRect(); "
+                                       "return [r.left + r.width / 2, r.top + r.height / 2]; })()");
+    browser.click(r.at(0).to_number<double>(), r.at(1).to_number<double>());
+}
+
+void click_frame(DevTools& browser, const std::string& name) {
+    click_element(browser, "Array.from(document.querySelectorAll('#flame .fg')).find((d) => d.textContent === '" +
+                               name + "')");
 }
 
 }  // namespace
@@ -263,5 +309,55 @@ TEST_CASE("report: a recording with known leaks, peak and temporaries, in every 
         REQUIRE_MESSAGE(s.status == 0, s.describe());
         // A blank 1200x900 page compresses to a few KiB; this one has a flamegraph, a chart and text.
         CHECK_MESSAGE(file_size(png) > 30'000, "screenshot of ", file_size(png), " bytes");
+    }
+
+    SUBCASE("html in headless Chromium: a click zooms the flamegraph, a search highlights and sums the matches") {
+        const std::string page = rec.dir / "zoom.html";
+        write_report(artifact, "html", page);
+        const std::string chromium = optional_program("chromium", "chromium", "zoom and search not exercised");
+        if (chromium.empty()) return;
+        DevTools browser(chromium, "file://" + page);
+        browser.wait_for("document.readyState === 'complete' && document.body.getAttribute('data-rendered') === 'yes'");
+        const double width = browser.eval("document.getElementById('flame').clientWidth").to_number<double>();
+        REQUIRE(width > 500);
+        // The peak's flamegraph (the page's first): main holds leak_outer (36033 B) and
+        // peak_build (48404 B) of the 84437 B at the peak.
+        const double leak_share = double(kLeakBytes) / double(kLeakBytes + kPeakSiteBytes);
+        std::vector<ShownFrame> before = shown_frames(browser);
+        const ShownFrame* outer = frame_named(before, "leak_outer");
+        REQUIRE(outer);
+        CHECK(outer->width == doctest::Approx(width * leak_share).epsilon(1e-6));
+        REQUIRE(frame_named(before, "peak_build"));
+        CHECK(!outer->dim);
+
+        // A click on leak_outer: it and its callee take the whole width, its sibling is gone,
+        // the frames above it stay as dimmed full-width bars.
+        click_frame(browser, "leak_outer");
+        std::vector<ShownFrame> zoomed = shown_frames(browser);
+        std::vector<std::string> lit;
+        for (const ShownFrame& f : zoomed) {
+            CAPTURE(f.name);
+            CHECK(f.left == 0);
+            CHECK(f.width == doctest::Approx(width));
+            if (!f.dim) lit.push_back(f.name);
+        }
+        CHECK(lit == std::vector<std::string>{"leak_outer", "leak_inner"});
+        CHECK(!frame_named(zoomed, "peak_build"));
+        CHECK(zoomed.size() == before.size() - 1);  // all of before but peak_build, which is a leaf
+        REQUIRE(frame_named(zoomed, "main"));
+        CHECK(frame_named(zoomed, "main")->dim);
+
+        // "reset zoom" brings the whole graph back.
+        click_element(browser, "document.getElementById('reset')");
+        CHECK(shown_frames(browser).size() == before.size());
+
+        // A search: the frames it matches are highlighted, and their share of the peak shown.
+        click_element(browser, "document.getElementById('search')");
+        browser.type("leak_");
+        std::vector<std::string> matched;
+        for (const ShownFrame& f : shown_frames(browser))
+            if (f.match) matched.push_back(f.name);
+        CHECK(matched == std::vector<std::string>{"leak_outer", "leak_inner"});
+        CHECK(browser.eval("document.getElementById('status').textContent") == "matched 35.2 KiB (42.67 %)");
     }
 }
