@@ -2,10 +2,18 @@
 # Builds memtrack into build/: installs what is missing (deps.sh), configures build/ when it is
 # not (or no longer) a meson build directory, then runs ninja. Quiet unless something fails;
 # ninja's output is kept in build/ninja.log, meson setup's in build/meson-setup.log.
+#   scripts/build.sh --sanitize LIST   the same in build-LIST/ (',' -> '-'), with -Dsanitize=LIST
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 BUILD="$ROOT/build"
+SETUP_OPTIONS=()
+if [[ "${1:-}" == "--sanitize" ]]; then
+    [[ -n "${2:-}" ]] || { echo "build: error: --sanitize needs a list, e.g. address,undefined" >&2; exit 2; }
+    BUILD="$ROOT/build-${2//,/-}"
+    # GCC 12 warns inside Boost.JSON's own headers under ASan.
+    SETUP_OPTIONS=("-Dsanitize=$2" -Dwerror=false)
+fi
 
 "$ROOT/scripts/deps.sh"
 
@@ -24,7 +32,7 @@ setup() {
 
 if [[ ! -f "$BUILD/meson-private/coredata.dat" ]]; then
     # Not configured: absent, or left behind by a setup that failed or was interrupted.
-    setup
+    setup "${SETUP_OPTIONS[@]}"
 elif [[ ! -f "$BUILD/build.ninja" ]]; then
     # Configured once but broken (build.ninja lost, e.g. an interrupted regeneration):
     # regenerate in place, keeping the options it was configured with.
@@ -34,7 +42,7 @@ fi
 
 log="$BUILD/ninja.log"
 if ! ninja -C "$BUILD" >"$log" 2>&1; then
-    echo "build: error: ninja -C build failed, last lines of build/ninja.log:" >&2
+    echo "build: error: ninja -C $BUILD failed, last lines of $log:" >&2
     tail -n 40 "$log" >&2
     exit 1
 fi

@@ -2,11 +2,28 @@
 # scripts/test.sh [meson test arguments, e.g. --suite unit]: installs what is missing, builds,
 # runs the tests and exits with meson test's status. Tests run one at a time: the root suite's
 # tests share the machine's uprobes and must not overlap.
+#   scripts/test.sh --sanitize address,undefined [meson test arguments]
+#   scripts/test.sh --sanitize thread --suite unit
+# builds memtrack with those sanitizers in build-LIST/ (scripts/build.sh) and runs the suites
+# there: any report fails the test that caused it.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 
-"$ROOT/scripts/build.sh"
+BUILD_ARGS=()
+BUILD_DIR=build
+if [[ "${1:-}" == "--sanitize" ]]; then
+    [[ -n "${2:-}" ]] || { echo "test: error: --sanitize needs a list, e.g. address,undefined" >&2; exit 2; }
+    BUILD_ARGS=(--sanitize "$2")
+    BUILD_DIR="build-${2//,/-}"
+    shift 2
+    # Fail on the first report, with its stack; leaks are reports too.
+    export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:print_summary=1}"
+    export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
+    export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
+fi
+
+"$ROOT/scripts/build.sh" "${BUILD_ARGS[@]}"
 
 if [[ $EUID -ne 0 && "${MEMTRACK_REQUIRE_BPF:-}" != 1 ]]; then
     echo "test: not root: the root suite will skip (run as root, or set MEMTRACK_REQUIRE_BPF=1 to make it fail instead)" >&2
@@ -14,5 +31,5 @@ fi
 
 cd "$ROOT"
 status=0
-meson test -C build --print-errorlogs --num-processes 1 "$@" || status=$?
+meson test -C "$BUILD_DIR" --print-errorlogs --num-processes 1 "$@" || status=$?
 exit "$status"

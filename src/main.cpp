@@ -62,6 +62,9 @@ int main(int argc, char** argv) {
     t->add_flag("--system-wide-probes", track.system_wide_probes,
                 "attach the allocator probes for every process (they trap in untracked ones too) instead of "
                 "per tracked process");
+    t->add_flag("--debuginfod", track.debuginfod,
+                "ask the servers of DEBUGINFOD_URLS for missing debug info (off: no network requests; a "
+                "server that does not answer stalls symbolization)");
     t->add_option("--max-frames", track.max_frames, "frames per captured stack, 1..127 (default 64)");
     std::string stack_ring_size;
     t->add_option("--stack-ring-size", stack_ring_size, "stack ring bytes, a power of two (default 16M)");

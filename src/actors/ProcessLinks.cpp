@@ -5,6 +5,7 @@
 
 #include <bpf/libbpf.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -164,13 +165,18 @@ void ProcessLinks::on_spawns() {
     pending_.clear();
 }
 
-// New processes the ring had no room to announce: still held for their probes.
+// New processes the ring had no room to announce: still held for their probes. One whose
+// release was asked already (its notice came) may still look held: it is not handled twice.
 void ProcessLinks::scan_held() {
-    for (uint32_t pid : holds_.held_for(MT_HOLD_SPAWN))
-        if (auto h = holds_.entry(pid)) release_spawned(pid, h->start_boottime);
+    const std::vector<uint32_t> held = holds_.held_for(MT_HOLD_SPAWN);
+    std::erase_if(releasing_, [&](const auto& r) { return std::find(held.begin(), held.end(), r.first) == held.end(); });
+    for (uint32_t pid : held)
+        if (auto h = holds_.entry(pid); h && !releasing_.count({pid, h->start_boottime}))
+            release_spawned(pid, h->start_boottime);
 }
 
 void ProcessLinks::release_spawned(uint32_t pid, uint64_t start_boottime) {
+    if (!releasing_.emplace(pid, start_boottime).second) return;  // its notice and the scan both found it
     if (auto r = attach_process(pid_t(pid), start_boottime); !r) {
         // It runs unrecorded rather than stays stopped; an exit in between is not an error.
         if (r.error().err != ESRCH) {

@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -78,6 +79,9 @@ private:
     boost::asio::steady_timer backstop_;
     std::vector<std::pair<uint32_t, uint64_t>> pending_;  // spawn notices read, not yet handled
     std::map<pid_t, Process> processes_;
+    // New processes whose spawn release was asked, until they no longer look held: the ring's
+    // notice and the backstop scan may both find one before ProcessHolds has released it.
+    std::set<std::pair<uint32_t, uint64_t>> releasing_;
     // Closing a uprobe link waits for an RCU grace period (~0.1 s here): never on the strand.
     LinkCloser closer_;
     bool stopped_ = false;

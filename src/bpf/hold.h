@@ -15,6 +15,10 @@
  * - The release that clears the last reason marks the word RESUMING, sends SIGCONT, then clears
  *   RESUMING; reasons set meanwhile (their SIGSTOPs may have been cancelled by that SIGCONT)
  *   make it send a SIGSTOP of its own, after its SIGCONT. Nothing releases while RESUMING is set.
+ * - Someone else's SIGSTOP (a user's, the command's own) marks the word USER_STOP until their
+ *   SIGCONT (BPF sees both at signal_generate): the last release then sends no SIGCONT, so the
+ *   process stays stopped as they asked; one that came while the SIGCONT was on its way gets
+ *   the releaser's SIGSTOP after it.
  * - Ring pressure re-sends its SIGSTOP with every record written above the stop mark, even when
  *   the reason is already held: a thread whose stop a resume cancelled stops at its next record.
  */
@@ -34,6 +38,7 @@
 #define MT_HOLD_REASONS 4
 #define MT_HOLD_REASON_MASK 0xfu
 #define MT_HOLD_RESUMING 0x100u      /* a release is between its SIGCONT and its end */
+#define MT_HOLD_USER_STOP 0x200u     /* the last SIGSTOP or SIGCONT someone else sent it was a SIGSTOP */
 #define MT_HOLD_SENDER_ONE 0x10000u  /* senders: producers between their claim and their SIGSTOP */
 #define MT_HOLD_SENDER_MAX 0xffffu
 
@@ -102,16 +107,21 @@ static inline enum mt_hold_release mt_hold_release(__u32 old, __u32 reason, __u3
 	return MT_RELEASE_RESUME;
 }
 
-/* After the releaser's SIGCONT: RESUMING cleared. true: reasons were taken meanwhile, and the
- * releaser must send a SIGSTOP of its own now. */
-static inline bool mt_hold_resumed(__u32 old, __u32 *next)
+/* Whether the release of the last reason sends SIGCONT: not when someone else stopped the
+ * process meanwhile (their stop is theirs to end). `word` is the word the release left. */
+static inline bool mt_hold_resume_sends(__u32 word) { return !(word & MT_HOLD_USER_STOP); }
+
+/* After the releaser's SIGCONT (`sent`, or its skipping it): RESUMING cleared. true: the
+ * releaser must send a SIGSTOP of its own now, as its SIGCONT may have cancelled a SIGSTOP sent
+ * meanwhile: for a reason taken, or by someone else. */
+static inline bool mt_hold_resumed(__u32 old, bool sent, __u32 *next)
 {
 	*next = old & ~MT_HOLD_RESUMING;
-	return mt_hold_reasons(old) != 0;
+	return sent && (mt_hold_reasons(old) != 0 || (old & MT_HOLD_USER_STOP));
 }
 
 /* Every reason ends at once (the process exited, or memtrack resumes everything for good);
- * senders in flight keep their count. Returns the reasons that were held. */
+ * senders in flight and someone else's stop stay. Returns the reasons that were held. */
 static inline __u32 mt_hold_end_all(__u32 old, __u32 *next)
 {
 	*next = old & ~(MT_HOLD_REASON_MASK | MT_HOLD_RESUMING);

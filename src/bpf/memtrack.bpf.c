@@ -38,6 +38,17 @@ extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type
 /* Shared with user space through the skeleton's mmapped .bss. */
 __u32 recording;          /* the recording flag: 0 off, 1 on */
 /*
+ * memtrack's own pid namespace, found by find_pidns (run once by user space before anything is
+ * attached): its level (0: the initial namespace) and its address, only ever compared. Every
+ * pid and tid BPF hands out, stores or looks up is one of that namespace (ns_ids): user space
+ * signals them, reads /proc with them and links probes to them, and a global pid would name
+ * another process there (or none).
+ */
+__u32 pidns_level;
+__u64 pidns_addr;
+/* memtrack's own tgid (global), also found by find_pidns: its signals are the pause protocol's. */
+__u32 memtrack_tgid;
+/*
  * Pauses under way per reason (hold.h's index): BPF adds one when it takes a reason and takes
  * one away when an exit ends it; ProcessHolds takes one away when it releases one. Lets user
  * space skip the index walk when nothing is held. `unsigned long`: uint64_t's type on this ABI.
@@ -156,10 +167,51 @@ static __always_inline void count(__u32 idx)
 		__sync_fetch_and_add(v, 1);
 }
 
+/* pid's number in memtrack's pid namespace; 0 when it has none there (not one of its descendants). */
+static __always_inline __u32 ns_nr(struct pid *pid)
+{
+	__u32 level = pidns_level;
+	if (!pid || BPF_CORE_READ(pid, level) < level || level > 32)
+		return 0;
+	struct upid up = {};
+	__u64 at = (__u64)pid + bpf_core_field_offset(struct pid, numbers) + level * bpf_core_type_size(struct upid);
+	if (bpf_probe_read_kernel(&up, sizeof(up), (void *)at) != 0 || (__u64)up.ns != pidns_addr)
+		return 0;
+	return up.nr;
+}
+
+/* The task's (tgid << 32 | tid) in memtrack's pid namespace, as bpf_get_current_pid_tgid lays them out. */
+static __always_inline __u64 ns_ids(struct task_struct *task)
+{
+	if (!pidns_level)
+		return ((__u64)BPF_CORE_READ(task, tgid) << 32) | (__u32)BPF_CORE_READ(task, pid);
+	__u32 tgid = ns_nr(BPF_CORE_READ(task, group_leader, thread_pid));
+	__u32 tid = ns_nr(BPF_CORE_READ(task, thread_pid));
+	return ((__u64)tgid << 32) | tid;
+}
+
+static __always_inline __u32 ns_tgid(struct task_struct *task)
+{
+	return ns_ids(task) >> 32;
+}
+
+/* The current thread's ids in memtrack's pid namespace: the only ones BPF uses for it. */
+static __always_inline __u64 current_ids(void)
+{
+	if (!pidns_level)
+		return bpf_get_current_pid_tgid();
+	return ns_ids(bpf_get_current_task_btf());
+}
+
+static __always_inline __u32 current_tgid(void)
+{
+	return current_ids() >> 32;
+}
+
 static __always_inline bool current_tracked(void)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	return bpf_map_lookup_elem(&tracked, &tgid) != NULL;
+	__u32 tgid = current_tgid();
+	return tgid && bpf_map_lookup_elem(&tracked, &tgid) != NULL;
 }
 
 static __always_inline struct thread_state *state(bool create)
@@ -206,6 +258,7 @@ static __always_inline void end_holds(__u32 tgid)
 	__u32 *w = hold_word(tgid);
 	if (!w)
 		return;
+	__sync_fetch_and_and(w, ~MT_HOLD_USER_STOP); /* nobody's stop outlives its process */
 	__u32 old = *(volatile __u32 *)w, next = 0;
 	for (int i = 0; i < 8; i++) {
 		__u32 reasons = mt_hold_end_all(old, &next);
@@ -235,6 +288,8 @@ static __always_inline void end_holds(__u32 tgid)
  */
 static __always_inline bool hold_process(struct task_struct *task, __u32 tgid, __u32 reason, bool resend)
 {
+	if (tgid == MT_HOLD_CLOSED_WORD) /* no pid in memtrack's namespace: not one of ours */
+		return false;
 	__u32 *w = hold_word(tgid);
 	struct mt_held *h = held_entry(task ? task : bpf_get_current_task_btf(), tgid);
 	if (!w || !h) {
@@ -298,7 +353,7 @@ static __always_inline void apply_pressure_at(__u32 ring, __u64 fill, __u64 stop
 	note_fill(ring, fill);
 	if (fill < stop_at)
 		return;
-	hold_process(NULL, bpf_get_current_pid_tgid() >> 32, MT_HOLD_PRESSURE, true);
+	hold_process(NULL, current_tgid(), MT_HOLD_PRESSURE, true);
 }
 
 static __always_inline void apply_pressure(__u32 ring, void *map, __u64 stop_at)
@@ -317,7 +372,7 @@ static __always_inline void emit_record(__u32 kind, __u64 addr, __u64 size, __u6
 			apply_pressure(0, &events, stop_bytes);
 		return;
 	}
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = current_ids();
 	r->timestamp = bpf_ktime_get_ns();
 	r->addr = addr;
 	r->size_kind = mt_pack_size_kind(size, kind, flags);
@@ -360,7 +415,7 @@ static __always_inline __u64 capture_stack(struct pt_regs *ctx)
 	__u32 nr = bytes / 8;
 	if (nr > max_frames)
 		nr = max_frames;
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 tgid = current_tgid();
 	/* FNV-1a over the frames, seeded with the process: addresses mean something per process. */
 	__u64 h = 0xcbf29ce484222325ULL ^ tgid;
 	for (__u32 i = 0; i < MT_MAX_FRAMES; i++) {
@@ -434,7 +489,7 @@ static __always_inline bool is_mapping(__u32 func)
 /* New code in the process: stacks from now on need its mappings read again. */
 static __always_inline void forget_mappings(void)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 tgid = current_tgid();
 	bpf_map_delete_elem(&maps_known, &tgid);
 }
 
@@ -506,7 +561,7 @@ static __always_inline bool probe_applies(__u64 cookie)
 {
 	if (cookie & MT_COOKIE_OWN_LINK)
 		return true;
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 tgid = current_tgid();
 	__u32 *how = bpf_map_lookup_elem(&tracked, &tgid);
 	return how && *how == MT_TRACKED_SHARED;
 }
@@ -631,7 +686,7 @@ static __always_inline void hold_for_probes(struct task_struct *parent, struct t
 	}
 	struct mt_spawn spawn = {
 		.pid = child_tgid,
-		.parent = BPF_CORE_READ(parent, tgid),
+		.parent = ns_tgid(parent),
 		.start_boottime = BPF_CORE_READ(child, group_leader, start_boottime),
 	};
 	/* Lost notices are found by user space's scan of the held index. */
@@ -642,10 +697,12 @@ static __always_inline void hold_for_probes(struct task_struct *parent, struct t
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
-	__u32 parent_tgid = BPF_CORE_READ(parent, tgid);
-	__u32 child_tgid = BPF_CORE_READ(child, tgid);
-	if (parent_tgid == child_tgid || !bpf_map_lookup_elem(&tracked, &parent_tgid))
-		return 0; /* a new thread, or not ours */
+	if (BPF_CORE_READ(parent, tgid) == BPF_CORE_READ(child, tgid))
+		return 0; /* a new thread */
+	__u32 parent_tgid = ns_tgid(parent);
+	__u32 child_tgid = ns_tgid(child);
+	if (!parent_tgid || !child_tgid || !bpf_map_lookup_elem(&tracked, &parent_tgid))
+		return 0; /* not ours */
 	__u32 shared = MT_TRACKED_SHARED; /* until user space gives it links of its own */
 	bpf_map_update_elem(&tracked, &child_tgid, &shared, BPF_ANY);
 	/* A reused pid starts with no pause: whatever a dead process's straggler left ends here. */
@@ -662,7 +719,7 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 {
 	if (!current_tracked())
 		return 0;
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 tgid = current_tgid();
 	bpf_map_delete_elem(&maps_known, &tgid); /* a new image: its mappings must be read again */
 	emit(MT_KIND_EXEC, 0, 0, 0, 0);
 	return 0;
@@ -671,8 +728,10 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *task)
 {
-	__u32 tgid = BPF_CORE_READ(task, tgid);
-	if (BPF_CORE_READ(task, pid) != tgid || !bpf_map_lookup_elem(&tracked, &tgid))
+	if (BPF_CORE_READ(task, pid) != BPF_CORE_READ(task, tgid))
+		return 0; /* a thread */
+	__u32 tgid = ns_tgid(task);
+	if (!tgid || !bpf_map_lookup_elem(&tracked, &tgid))
 		return 0;
 	/* A process that dies while held must not be signalled later. */
 	end_holds(tgid);
@@ -680,5 +739,66 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	bpf_map_delete_elem(&maps_known, &tgid);
 	bpf_map_delete_elem(&tracked, &tgid);
 	emit_record(MT_KIND_EXIT, 0, BPF_CORE_READ(task, exit_code), 0, 0, false, 0); /* no SIGSTOP to a dying process */
+	return 0;
+}
+
+#define SEND_SIG_PRIV 1UL
+#define TRACE_SIGNAL_IGNORED 1
+
+/*
+ * Someone else's SIGSTOP or SIGCONT to a tracked process (hold.h's USER_STOP): a process stopped
+ * by its user, its shell or itself stays stopped when its pause ends. memtrack's own signals
+ * (its SIGCONTs and the SIGSTOP after one) are the protocol's; BPF's SIGSTOPs are the kernel's
+ * (SEND_SIG_PRIV from bpf_send_signal_thread, SI_KERNEL from bpf_send_signal_task), while a
+ * process's sends carry SI_USER, SI_TKILL or SI_QUEUE (codes <= 0). Job-control stops (SIGTSTP
+ * and co.) are not followed: whether one stops the process depends on its handlers and its
+ * process group, and one that did not would keep a paused process stopped for good.
+ */
+SEC("tp_btf/signal_generate")
+int BPF_PROG(on_signal, int sig, struct kernel_siginfo *info, struct task_struct *task, int group, int result)
+{
+	if (sig != SIGSTOP && sig != SIGCONT)
+		return 0;
+	if ((bpf_get_current_pid_tgid() >> 32) == memtrack_tgid)
+		return 0;
+	if (sig == SIGSTOP) {
+		unsigned long raw = (unsigned long)info;
+		if (raw == SEND_SIG_PRIV || result == TRACE_SIGNAL_IGNORED)
+			return 0;
+		if (raw && BPF_CORE_READ(info, si_code) > 0)
+			return 0;
+	}
+	__u32 tgid = ns_tgid(task);
+	if (!tgid || !bpf_map_lookup_elem(&tracked, &tgid))
+		return 0;
+	__u32 *w = hold_word(tgid);
+	if (!w)
+		return 0;
+	if (sig == SIGSTOP)
+		__sync_fetch_and_or(w, MT_HOLD_USER_STOP);
+	else
+		__sync_fetch_and_and(w, ~MT_HOLD_USER_STOP);
+	return 0;
+}
+
+/*
+ * Run once by user space (BPF_PROG_TEST_RUN, so `current` is memtrack) before anything is
+ * attached: memtrack's pid namespace is the deepest of its own pid's.
+ */
+SEC("raw_tp")
+int find_pidns(void *ctx)
+{
+	struct task_struct *self = bpf_get_current_task_btf();
+	struct pid *pid = BPF_CORE_READ(self, thread_pid);
+	__u32 level = BPF_CORE_READ(pid, level);
+	if (level > 32)
+		return 1;
+	struct upid up = {};
+	__u64 at = (__u64)pid + bpf_core_field_offset(struct pid, numbers) + level * bpf_core_type_size(struct upid);
+	if (bpf_probe_read_kernel(&up, sizeof(up), (void *)at) != 0)
+		return 1;
+	pidns_addr = (__u64)up.ns;
+	pidns_level = level;
+	memtrack_tgid = BPF_CORE_READ(self, tgid);
 	return 0;
 }

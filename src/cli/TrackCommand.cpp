@@ -32,10 +32,12 @@
 #include "format/ZstdFileWriter.hpp"
 #include "probes/AllocatorProbes.hpp"
 #include "probes/BpfSession.hpp"
+#include "process/AttachCheck.hpp"
 #include "process/ChildLauncher.hpp"
 #include "process/StopGuard.hpp"
 #include "process/HoldMaps.hpp"
 #include "process/ProcessHolds.hpp"
+#include "process/ProcessSignal.hpp"
 #include "report/TrackSummary.hpp"
 #include "ring/RingView.hpp"
 #include "symbols/Resolver.hpp"
@@ -98,7 +100,7 @@ class TrackRun {
 public:
     TrackRun(asio::io_context& io, const TrackOptions& opt, BpfSession& bpf, ZstdFileWriter artifact,
              std::optional<ZstdFileWriter> stacks_file, std::unique_ptr<Resolver> resolver, HeldChild& child,
-             Control* control)
+             Control* control, const StopGuard& guard)
         : io_(io), opt_(opt), bpf_(bpf), child_(child), control_(control),
           hold_maps_(value_or_throw(HoldMaps::open(bpf.holds_map_fd(), bpf.held_map_fd(), bpf.hold_words(),
                                                    bpf.holds_outstanding()))),
@@ -106,7 +108,8 @@ public:
           events_(io, value_or_throw(RingView::map(bpf.events_ring_fd())), stats_, consumer_options(RingConsumer::Records::Events)),
           writer_(io_, events_.queue, std::move(artifact), stats_),
           pressure_(io_, holds_, WatermarkPolicy{opt.stop_fill, opt.resume_fill}),
-          exit_watch_(io_, ::dup(child.pidfd())), signals_(io_, SIGINT, SIGTERM, SIGHUP) {
+          exit_watch_(io_, ::dup(child.pidfd())), guard_(guard), guard_watch_(io_, ::dup(guard.pidfd())),
+          signals_(io_, SIGINT, SIGTERM, SIGHUP) {
         connect(events_, writer_);
         pressure_.watch(&events_.ring);
         std::vector<DrainBarrier::Lane> lanes{{&events_.ring, &events_.consumer, &writer_}};
@@ -139,6 +142,9 @@ public:
         });
         signals_.async_wait([this](boost::system::error_code ec, int sig) {
             if (!ec) shutdown(Reason::Signal, sig, nullptr);
+        });
+        guard_watch_.async_wait(asio::posix::stream_descriptor::wait_read, [this](boost::system::error_code ec) {
+            if (!ec) on_guard_died();
         });
 
         std::vector<std::thread> pool;
@@ -216,8 +222,10 @@ private:
         h.stats = [this] { return live_stats(); };
         h.attach = [this](int32_t pid, ControlHandlers::Reply reply) {
             if (::kill(pid, 0) != 0) return reply(errno_error("attach", std::to_string(pid)));
+            if (auto ok = check_attachable(pid, guard_.pid()); !ok) return reply(ok.error());
             try {
-                bpf_.track(pid);
+                // Tracked already (attached before, or one of the command's): nothing changes.
+                if (!bpf_.track(pid)) return reply(boost::json::object{{"pid", pid}});
             } catch (const FatalError& e) {
                 return reply(Error{"attach", std::to_string(pid), 0, e.what()});
             }
@@ -289,6 +297,14 @@ private:
         if (stacks_) finish_lane(*stacks_, *symbolizer_, "stacks");
     }
 
+    // The guard ends every pause should memtrack die; without it, a pause would outlive a
+    // SIGKILLed memtrack. So memtrack pauses nobody from now on and records on: a ring that fills
+    // drops records (counted, and the exit status says so), a new process may run before its probes.
+    void on_guard_died() {
+        log::error("memtrack-guard died: no process is paused from now on, so records may be dropped");
+        holds_.stop_pausing();
+    }
+
     void start_detach() {
         if (links_) links_->detach_all();
         detacher_ = std::thread([this] {
@@ -311,6 +327,8 @@ private:
             boost::system::error_code ec;
             exit_watch_.cancel(ec);
             exit_watch_.close(ec);
+            guard_watch_.cancel(ec);
+            guard_watch_.close(ec);
             signals_.cancel(ec);
             // Let the shutdown reply reach the client before the socket closes.
             if (control_) control_->stop();
@@ -380,6 +398,8 @@ private:
     std::optional<DrainBarrier> drains_;
     std::optional<ProcessLinks> links_;  // per-process probes only
     asio::posix::stream_descriptor exit_watch_;
+    const StopGuard& guard_;
+    asio::posix::stream_descriptor guard_watch_;  // memtrack-guard's pidfd: readable once it died
     asio::signal_set signals_;
     std::atomic<bool> shutting_down_{false};
     Reason reason_ = Reason::CommandExited;
@@ -401,6 +421,7 @@ int run_track(const TrackOptions& opt_in) {
     if (const char* env = std::getenv("MEMTRACK_NO_SUMMARY"); env && std::string_view(env) == "1") opt.summary = false;
     check_options(opt);
     require_bpf_privileges();
+    if (auto own = check_proc_matches_pid_namespace(); !own) throw FatalError(own.error().message());
     const auto argv = command_argv(opt.command);
     if (find_executable(argv[0]).empty()) {
         log::error("command not found: {}", argv[0]);
@@ -417,6 +438,11 @@ int run_track(const TrackOptions& opt_in) {
     if (!opt.socket.empty()) control = value_or_throw(Control::bind(io, opt.socket));
 
     auto child = value_or_throw(HeldChild::spawn(argv));
+    // libdw asks DEBUGINFOD_URLS' servers for whatever debug info is missing: requests that name
+    // the build-ids of the machine's files, from root, and a server that never answers stalls the
+    // symbolizer (and the processes waiting on it) for its timeout. Only when asked. Dropped
+    // after the fork: the command keeps its environment; no other thread runs yet.
+    if (!opt.debuginfod) ::unsetenv("DEBUGINFOD_URLS");
     // Symbols for the files stacks will almost surely name, loaded beside the BPF load below.
     // After the fork: the child must not inherit a lock the loading thread holds.
     std::unique_ptr<Resolver> resolver;
@@ -445,7 +471,7 @@ int run_track(const TrackOptions& opt_in) {
         bpf->attach_tracepoints();
         log::info("tracepoints at {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
         bpf->attach_allocator_probes();
-        bpf->track(child.pid());
+        (void)bpf->track(child.pid());
         bpf->set_recording(!opt.start_disabled);
     } catch (...) {
         child.abandon();
@@ -470,7 +496,7 @@ int run_track(const TrackOptions& opt_in) {
     std::optional<TrackRun> run;
     try {
         run.emplace(io, opt, *bpf, std::move(artifact).value(), std::move(stacks_file), std::move(resolver), child,
-                    control.get());
+                    control.get(), guard);
     } catch (...) {
         child.abandon();
         throw;

@@ -25,6 +25,7 @@ struct TrackOptions {
     bool no_stacks = false;
     bool probe_at_entry = false;  // disable ProbePlacement (benchmarks compare)
     bool system_wide_probes = false;  // probes trap in every process, not only the tracked ones
+    bool debuginfod = false;  // let libdw ask DEBUGINFOD_URLS' servers for missing debug info
     uint32_t max_frames = 64;
     uint64_t stack_ring_size = 16ull << 20;
     // At the end, the three-line summary and the report command (re-reads the artifact once);

@@ -119,7 +119,14 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
     for (bpf_program* p : {s->skel_->progs.alloc_entry, s->skel_->progs.alloc_return})
         bpf_program__set_expected_attach_type(p, bpf_attach_type(kAttachTypeUprobeMulti));
 
+    bpf_program__set_autoattach(s->skel_->progs.find_pidns, false);
+
     if (int err = memtrack_bpf__load(s->skel_); err != 0) fail("load", err);
+    // Before anything is attached: from here on BPF speaks in pids of memtrack's namespace.
+    LIBBPF_OPTS(bpf_test_run_opts, run);
+    if (int err = bpf_prog_test_run_opts(bpf_program__fd(s->skel_->progs.find_pidns), &run); err != 0)
+        fail("find pid namespace", err);
+    if (run.retval != 0) throw FatalError("BPF: memtrack's pid namespace is deeper than the kernel allows");
     return s;
 }
 
@@ -142,7 +149,7 @@ void BpfSession::detach() {
 }
 
 void BpfSession::attach_tracepoints() {
-    bpf_program* progs[] = {skel_->progs.on_fork, skel_->progs.on_exec, skel_->progs.on_exit};
+    bpf_program* progs[] = {skel_->progs.on_fork, skel_->progs.on_exec, skel_->progs.on_exit, skel_->progs.on_signal};
     for (bpf_program* p : progs) {
         bpf_link* l = bpf_program__attach(p);
         if (!l) fail(fmt::format("attach {}", bpf_program__name(p)), errno);
@@ -210,10 +217,15 @@ Result<std::vector<UprobeMultiLink>> BpfSession::attach_process_probes(pid_t pid
     return links;
 }
 
-void BpfSession::track(pid_t pid) {
+bool BpfSession::track(pid_t pid) {
     const uint32_t key = uint32_t(pid), how = MT_TRACKED_SHARED;
-    if (bpf_map__update_elem(skel_->maps.tracked, &key, sizeof(key), &how, sizeof(how), BPF_ANY) != 0)
+    // Never over a mark that exists: a process with links of its own marked shared again would
+    // be recorded by both.
+    if (bpf_map__update_elem(skel_->maps.tracked, &key, sizeof(key), &how, sizeof(how), BPF_NOEXIST) != 0) {
+        if (errno == EEXIST) return false;
         fail(fmt::format("track pid {}", pid), errno);
+    }
+    return true;
 }
 
 Result<void> BpfSession::track_own(pid_t pid) {

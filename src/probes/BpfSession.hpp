@@ -54,7 +54,7 @@ public:
     // processes tracked as shared). Once; thread-safe.
     Result<void> attach_shared_probes();
 
-    void track(pid_t pid);      // tracked, through the shared links
+    bool track(pid_t pid);      // tracked, through the shared links; false: tracked already
     Result<void> track_own(pid_t pid);  // tracked, through links of its own
     void set_recording(bool on);
     bool recording() const;

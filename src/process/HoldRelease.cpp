@@ -24,8 +24,8 @@ HoldRelease release_hold(HoldStore& store, HoldSignals& signals, uint32_t pid, u
     uint32_t old = word.load();
     std::optional<mt_held> entry;
     enum mt_hold_release step = MT_RELEASE_NOT_HELD;
+    uint32_t next = 0;
     for (;;) {
-        uint32_t next = 0;
         step = mt_hold_release(old, reason, &next);
         if (step == MT_RELEASE_NOT_HELD) return out;
         if (step == MT_RELEASE_BUSY) {
@@ -43,18 +43,22 @@ HoldRelease release_hold(HoldStore& store, HoldSignals& signals, uint32_t pid, u
         return out;
     }
     // The last reason: SIGCONT while RESUMING keeps other releases out, then end the resume.
-    Result<bool> sent = entry ? signals.send(pid, entry->start_boottime, SIGCONT) : Result<bool>(false);
+    // Someone else stopped the process meanwhile: it stays stopped, for them to continue.
+    const bool sends = mt_hold_resume_sends(next);
+    Result<bool> sent = !entry ? Result<bool>(false) : sends ? signals.send(pid, entry->start_boottime, SIGCONT) : Result<bool>(true);
     uint32_t cur = word.load(), after = 0;
     bool restop = false;
     do {
-        restop = mt_hold_resumed(cur, &after);
+        restop = mt_hold_resumed(cur, sends && sent && *sent, &after);
     } while (!word.compare_exchange_weak(cur, after));
-    // Reasons taken while RESUMING: their SIGSTOPs may have been cancelled by ours; this one
-    // comes after our SIGCONT, so it holds.
+    // Reasons taken, or someone else's SIGSTOP sent, while RESUMING: those SIGSTOPs may have
+    // been cancelled by ours; this one comes after our SIGCONT, so it holds.
     if (restop && entry) {
         if (auto again = signals.send(pid, entry->start_boottime, SIGSTOP); !again) out.error = again.error();
     }
-    if (!sent) {
+    if (sent && *sent && !sends) {
+        out.outcome = HoldRelease::Outcome::LeftStopped;
+    } else if (!sent) {
         out.error = sent.error();
         out.outcome = HoldRelease::Outcome::Gone;
     } else {
@@ -87,10 +91,16 @@ FinalPass release_all_for_good(HoldStore& store, HoldSignals& signals, std::chro
                 ++pass.ended[r];
                 one_less(store, r);
             }
-        if (entry) {
-            auto sent = signals.send(pid, entry->start_boottime, SIGCONT);
-            if (sent && *sent) ++pass.resumed;
+        if (!entry) continue;
+        if (!mt_hold_resume_sends(next)) {
+            ++pass.left_stopped;  // someone else stopped it: theirs to continue
+            continue;
         }
+        auto sent = signals.send(pid, entry->start_boottime, SIGCONT);
+        if (!sent || !*sent) continue;
+        ++pass.resumed;
+        // Someone else's SIGSTOP sent before our SIGCONT was cancelled by it: send it again.
+        if (word.load() & MT_HOLD_USER_STOP) (void)signals.send(pid, entry->start_boottime, SIGSTOP);
     }
     return pass;
 }

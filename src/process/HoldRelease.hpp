@@ -21,11 +21,15 @@ struct HoldRelease {
         Kept,     // released; another reason still holds the process
         Resumed,  // released, the last reason: SIGCONT sent
         Gone,     // released, the last reason, but the process had exited (or its pid was reused)
+        LeftStopped,  // released, the last reason, no SIGCONT: someone else stopped it meanwhile
     };
     Outcome outcome = Outcome::NotHeld;
     uint64_t since_ns = 0;        // when BPF took the reason (0: unknown)
     std::optional<Error> error;   // a signal that failed for another reason than the exit
-    bool released() const { return outcome == Outcome::Kept || outcome == Outcome::Resumed || outcome == Outcome::Gone; }
+    bool released() const {
+        return outcome == Outcome::Kept || outcome == Outcome::Resumed || outcome == Outcome::Gone ||
+               outcome == Outcome::LeftStopped;
+    }
 };
 
 // Ends `reason`'s hold on pid (a single MT_HOLD_* bit).
@@ -34,6 +38,7 @@ HoldRelease release_hold(HoldStore& store, HoldSignals& signals, uint32_t pid, u
 struct FinalPass {
     std::array<uint64_t, MT_HOLD_REASONS> ended{};  // holds ended, per reason index
     uint64_t resumed = 0;                           // processes sent SIGCONT
+    uint64_t left_stopped = 0;                      // held ones someone else had stopped: no SIGCONT
     uint64_t senders_left = 0;                      // words whose senders did not finish in time
 };
 

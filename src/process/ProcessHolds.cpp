@@ -80,6 +80,13 @@ void ProcessHolds::arm_retry() {
     });
 }
 
+void ProcessHolds::stop_pausing() {
+    asio::post(strand_, [this] {
+        const FinalPass pass = release_all_for_good(store_, signals_);
+        for (uint32_t r = 0; r < MT_HOLD_REASONS; ++r) released_[r].fetch_add(pass.ended[r]);
+    });
+}
+
 FinalPass ProcessHolds::close() {
     retry_timer_.cancel();
     retries_.clear();

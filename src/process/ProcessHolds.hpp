@@ -1,8 +1,9 @@
 #pragma once
 // Owns: every pause of a tracked process while memtrack runs (the hold words and the `held`
 // index, through a HoldStore), the only SIGCONTs memtrack sends, and the pause counters.
-// Accepts: release(pid, reason), release_every(reason, still_wanted, done), close() once the
-// io_context has stopped; from any thread: outstanding(reason), held_for(reasons), counts().
+// Accepts: release(pid, reason), release_every(reason, still_wanted, done), stop_pausing(),
+// close() once the io_context has stopped; from any thread: outstanding(reason),
+// held_for(reasons), counts().
 //
 // The protocol is src/bpf/hold.h's; docs/ARCHITECTURE.md draws it as a state machine.
 #include <array>
@@ -45,6 +46,9 @@ public:
     // Ends `reason` on every process that holds it, one after the other while still_wanted()
     // (asked before each), then done(). Busy ones are left for the caller's next call.
     void release_every(uint32_t reason, std::function<bool()> still_wanted, Done done = {});
+    // Closes the protocol now (no SIGSTOP from here on) and resumes every held process: for
+    // when nothing would resume them should memtrack die (memtrack-guard died).
+    void stop_pausing();
     // Once the io_context has stopped: closes the protocol and resumes everything for good.
     FinalPass close();
 

@@ -28,6 +28,16 @@ std::optional<uint64_t> proc_start_ticks(int32_t pid) {
 
 }  // namespace
 
+Result<void> check_proc_matches_pid_namespace() {
+    char buf[32] = {};
+    const ssize_t n = ::readlink("/proc/self", buf, sizeof(buf) - 1);
+    if (n < 0) return errno_error("readlink", "/proc/self");
+    if (std::to_string(::getpid()) != std::string(buf, size_t(n)))
+        return Error{"/proc", {}, 0,
+                     "it shows another pid namespace than memtrack's (mount it for this one, e.g. unshare --mount-proc)"};
+    return {};
+}
+
 Result<Fd> open_same_process(int32_t pid, uint64_t start_boottime_ns) {
     Fd pidfd(int(::syscall(SYS_pidfd_open, pid, 0)));
     if (!pidfd.valid()) {

@@ -9,6 +9,10 @@
 
 namespace memtrack {
 
+// Fails unless /proc is the one of memtrack's own pid namespace: pids memtrack and BPF use are
+// that namespace's, and a /proc mounted for another one shows other processes under them.
+Result<void> check_proc_matches_pid_namespace();
+
 // A pidfd for pid if it is still the process that started at start_boottime_ns; an invalid Fd
 // when it is gone or the pid was reused.
 Result<Fd> open_same_process(int32_t pid, uint64_t start_boottime_ns);

@@ -91,6 +91,8 @@ Result<StopGuard> StopGuard::start() {
     StopGuard g;
     g.pid_ = pid;
     g.sock_.reset(sv[0]);
+    g.pidfd_.reset(int(::syscall(SYS_pidfd_open, pid, 0)));
+    if (!g.pidfd_.valid()) return errno_error("pidfd_open", "stop guard");
     return g;
 }
 

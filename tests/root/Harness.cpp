@@ -358,8 +358,11 @@ std::vector<std::string> track_prefix(const TempDir& dir) {
     return {memtrack_bin(), "track", "-o", out};
 }
 
-TrackResult track_checked(const TempDir& dir, std::vector<std::string> args) {
-    std::vector<std::string> argv = track_prefix(dir);
+TrackResult track_checked(const TempDir& dir, std::vector<std::string> args,
+                          const std::vector<std::string>& wrapper = {}) {
+    std::vector<std::string> argv = wrapper;
+    const auto prefix = track_prefix(dir);
+    argv.insert(argv.end(), prefix.begin(), prefix.end());
     argv.push_back("--stats");
     argv.push_back(dir / "stats.json");
     argv.insert(argv.end(), args.begin(), args.end());
@@ -408,6 +411,14 @@ TrackResult track(const TempDir& dir, const std::vector<std::string>& command,
     args.push_back("--");
     args.insert(args.end(), command.begin(), command.end());
     return track_checked(dir, std::move(args));
+}
+
+TrackResult track_wrapped(const TempDir& dir, const std::vector<std::string>& wrapper,
+                          const std::vector<std::string>& command, const std::vector<std::string>& extra) {
+    std::vector<std::string> args = extra;
+    args.push_back("--");
+    args.insert(args.end(), command.begin(), command.end());
+    return track_checked(dir, std::move(args), wrapper);
 }
 
 TrackResult track_args(const TempDir& dir, const std::vector<std::string>& args) {

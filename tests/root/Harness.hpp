@@ -119,6 +119,11 @@ struct TrackResult {
 TrackResult track(const TempDir& dir, const std::vector<std::string>& command,
                   const std::vector<std::string>& extra = {});
 
+// Same, with memtrack started by `wrapper` (e.g. unshare's arguments, ending in its command
+// position): `wrapper... memtrack track -o ... [extra...] -- command...`.
+TrackResult track_wrapped(const TempDir& dir, const std::vector<std::string>& wrapper,
+                          const std::vector<std::string>& command, const std::vector<std::string>& extra = {});
+
 // Same, with `args` placed verbatim after the -o/--stats options (no "--" added): for the
 // single-string form `memtrack track -o DIR "prog arg"`.
 TrackResult track_args(const TempDir& dir, const std::vector<std::string>& args);

@@ -1231,3 +1231,108 @@ TEST_CASE("control: a socket path taken by a file or a live socket is refused, u
         CHECK(Client::try_connect(path).has_value());
     }
 }
+
+namespace {
+
+std::string comm_of(pid_t pid) {
+    std::string c = read_text_or_empty("/proc/" + std::to_string(pid) + "/comm");
+    if (!c.empty() && c.back() == '\n') c.pop_back();
+    return c;
+}
+
+}  // namespace
+
+TEST_CASE("control: attach refuses memtrack, memtrack-guard, memtrack's ancestors and thread ids; memtrack goes on") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    Processes procs;
+    const std::string sock = dir / "ctl.sock";
+    Child mt = spawn_child(track_argv(dir, sock, {}, {fixture("phases")}), dir / "memtrack.err", procs);
+    wait_ready(sock, mt, procs);
+    const pid_t fx = read_ready(mt, kStartup);
+    procs.add_descendants(mt.pid);
+    pid_t guard = 0;
+    for (pid_t c : children_of(mt.pid))
+        if (comm_of(c) == "memtrack-guard") guard = c;
+    REQUIRE_MESSAGE(guard > 0, "no memtrack-guard child of memtrack ", mt.pid);
+    // One of memtrack's own threads (it runs several: the io pool, the symbol loader).
+    pid_t thread = 0;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(mt.pid) + "/task", ec))
+        if (const pid_t t = std::stoi(e.path().filename().string()); t != mt.pid) thread = t;
+    REQUIRE_MESSAGE(thread > 0, "memtrack runs no second thread");
+
+    const std::vector<std::pair<pid_t, std::string>> refused = {
+        {mt.pid, "memtrack itself"}, {guard, "memtrack-guard"}, {::getpid(), "an ancestor of memtrack"},
+        {1, "an ancestor of memtrack"}, {thread, "a thread of process " + std::to_string(mt.pid)}};
+    for (const auto& [pid, why] : refused) {
+        CAPTURE(pid);
+        CtlResult r = ctl(sock, "attach", pid);
+        CHECK_MESSAGE(r.run.status == 1, r.describe());
+        REQUIRE_MESSAGE(r.reply.has_value(), r.describe());
+        CHECK_FALSE(is_ok(*r.reply));
+        CHECK_MESSAGE(error_of(*r.reply).find(why) != std::string::npos, error_of(*r.reply));
+    }
+    // Nothing of memtrack's was paused: it answers, the command's phases are recorded.
+    run_phase(mt, 'b');
+    ctl_ok(sock, "drain");
+    CHECK(proc_state(mt.pid) != 'T');
+    CHECK(proc_state(guard) != 'T');
+    send_text(mt, "q");
+    check_memtrack_exits_0(procs, mt);
+    const auto [artifact, root_pid] = the_artifact(dir / "out");
+    CHECK(root_pid == fx);
+    const std::vector<Event> events = dump(artifact);
+    CHECK(phase_tally(events) == expected_tally({{kSizeB, kRounds}}));
+    CHECK(pids_of(events) == std::set<int>{fx});
+    procs.kill_all();
+    CHECK_MESSAGE(procs.leftovers().empty(), "left running:", procs.leftovers());
+}
+
+TEST_CASE("control: attaching a tracked process again changes nothing, while shared probes are in use too") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    Processes procs;
+    const std::string sock = dir / "ctl.sock";
+    Child fx = spawn_child({fixture("phases")}, dir / "phases.err", procs);
+    REQUIRE(read_ready(fx, kPhase) == fx.pid);
+
+    // The command makes memtrack attach its shared probes (more live processes than get links
+    // of their own), then sleeps.
+    const std::string script = "\"$1\" 8; : > \"$2\"; exec sleep 600";
+    Child mt = spawn_child(track_argv(dir, sock, {}, {"/bin/bash", "-c", script, "bash", fixture("wide_tree"), dir / "tree.done"}),
+                           dir / "memtrack.err", procs);
+    wait_ready(sock, mt, procs);
+    const auto deadline = Clock::now() + kStartup;
+    while (!fs::exists(dir / "tree.done")) {
+        REQUIRE_MESSAGE(Clock::now() < deadline, "wide_tree never finished; stderr: ", mt.err());
+        std::this_thread::sleep_for(5ms);
+    }
+    procs.add_descendants(mt.pid);
+    const json::object before = ctl_ok(sock, "stats");
+    REQUIRE_MESSAGE(u64_field(before.at("stats").as_object(), "processes_on_shared_probes") >= 1, json::serialize(before));
+
+    ctl_ok(sock, "attach", fx.pid);
+    run_phase(fx, 'a');
+    json::object again = ctl_ok(sock, "attach", fx.pid);
+    CHECK(u64_field(again, "pid") == static_cast<uint64_t>(fx.pid));
+    run_phase(fx, 'b');
+    ctl_ok(sock, "attach", fx.pid);
+    run_phase(fx, 'c');
+    ctl_ok(sock, "drain");
+    ctl_ok(sock, "shutdown");
+    check_memtrack_exits_0(procs, mt);
+
+    const auto [artifact, root_pid] = the_artifact(dir / "out");
+    (void)root_pid;
+    const std::vector<Event> fx_events = of_pid(dump(artifact), fx.pid);
+    CHECK(phase_tally(fx_events) == expected_tally({{kSizeA, kRounds}, {kSizeB, kRounds}, {kSizeC, kRounds}}));
+    check_pairs(fx_events, {{kSizeA, kRounds}, {kSizeB, kRounds}, {kSizeC, kRounds}});
+    CHECK(tally(fx_events) == "Free x300, Malloc x300");
+
+    send_text(fx, "q");
+    auto st = procs.wait_exit(fx.pid, kExit);
+    CHECK_MESSAGE((st && WIFEXITED(*st) && WEXITSTATUS(*st) == 0), "the fixture did not exit 0; stderr: ", fx.err());
+    procs.kill_all();
+    CHECK_MESSAGE(procs.leftovers().empty(), "left running:", procs.leftovers());
+}

@@ -497,6 +497,26 @@ TEST_CASE("pressure: slow_consumer_pause_recovers_without_loss") {
     CHECK(show_by_pid(s.resumes_by_pid) == show_by_pid(std::map<int, uint64_t>{{writer, s.stops}}));
 }
 
+TEST_CASE("pressure: in a pid namespace of its own, a writer paused again and again loses nothing and ends") {
+    ROOT_SUITE_GUARD();
+    // As slow_consumer_pause_recovers_without_loss, with memtrack the first process of a new pid
+    // namespace: BPF must pause and memtrack resume the writer by the same pid.
+    const long n = 50000;
+    TempDir dir;
+    Tracked t;
+    t.result = track_wrapped(dir, {"unshare", "--pid", "--fork", "--mount-proc"}, {flood_bin(), "1", std::to_string(n)},
+                             {"--ring-size", "64K", "--consumer-delay-us", "2000"});
+    t.events = dump(t.result.artifact);
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_common(t);
+    const PressureStats s = pressure_stats(t.result.stats.raw);
+    CHECK(s.stops > 0);
+    check_pauses_balanced(s);
+    auto writers = check_complete_flood(t.events, t.result.root_pid, 1, n);
+    REQUIRE(writers.size() == 1);
+    CHECK(show_by_pid(s.resumes_by_pid) == show_by_pid(std::map<int, uint64_t>{{writers.begin()->first, s.stops}}));
+}
+
 TEST_CASE("pressure: slow_consumer_pause_resumes_every_writing_process") {
     ROOT_SUITE_GUARD();
     const unsigned k = 4;
@@ -906,4 +926,176 @@ TEST_CASE("pressure: memtrack killed by SIGKILL while threads are paused: memtra
     REQUIRE_MESSAGE(flood_ended.has_value(), "the flood did not finish within 60 s of memtrack's death; its group:",
                     mt.group_text());
     CHECK(flood_ended->status == 0);
+}
+
+namespace {
+
+// `flood 1 <forever>` started by the test itself, outside memtrack, in a process group of its
+// own: a process to attach. The destructor SIGKILLs (and SIGCONTs) the group and reaps the flood.
+class OwnFlood {
+public:
+    OwnFlood() {
+        posix_spawnattr_t attr;
+        posix_spawn_file_actions_t actions;
+        posix_spawnattr_init(&attr);
+        posix_spawn_file_actions_init(&actions);
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+        posix_spawnattr_setpgroup(&attr, 0);
+        spawn_default_signals(attr, POSIX_SPAWN_SETPGROUP);
+        std::string bin = flood_bin(), one = "1", n = "1000000000000";
+        char* argv[] = {bin.data(), one.data(), n.data(), nullptr};
+        const int rc = posix_spawn(&pid_, argv[0], &actions, &attr, argv, environ);
+        posix_spawn_file_actions_destroy(&actions);
+        posix_spawnattr_destroy(&attr);
+        if (rc != 0) throw std::runtime_error(std::string("posix_spawn flood: ") + std::strerror(rc));
+        const auto w = flood_writers(pid_, 1, 20s);
+        if (w.size() != 1) throw std::runtime_error("the flood started no writer");
+        writer_ = *w.begin();
+    }
+    ~OwnFlood() {
+        ::kill(-pid_, SIGKILL);
+        ::kill(-pid_, SIGCONT);
+        while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {}
+    }
+    OwnFlood(const OwnFlood&) = delete;
+    OwnFlood& operator=(const OwnFlood&) = delete;
+    int writer() const { return writer_; }
+
+private:
+    pid_t pid_ = -1;
+    int writer_ = 0;
+};
+
+bool answers(const std::string& sock) {
+    return poll_until(30s, [&] { return live_stats(sock).has_value(); });
+}
+
+RunResult attach(const std::string& sock, int pid) {
+    return run({memtrack_bin(), "ctl", "--socket", sock, "attach", "--pid", std::to_string(pid)}, 30s);
+}
+
+// Whether pid is seen stopped at any sample within `span`.
+bool seen_stopped(int pid, std::chrono::milliseconds span) {
+    bool stopped_once = false;
+    poll_until(span, [&] {
+        auto p = read_proc(pid);
+        stopped_once = stopped_once || (p && p->state == 'T');
+        return false;
+    });
+    return stopped_once;
+}
+
+// memtrack running `sleep 600` with the paused-flood options and a socket, answering, beside a
+// flood of the test's own to attach; both ended by their destructors (memtrack first).
+struct BesideFlood {
+    explicit BesideFlood(const TempDir& dir) : sock(dir / "ctl.sock"), mt(dir, paused_flood_options(dir), {"sleep", "600"}) {
+        REQUIRE_MESSAGE(answers(sock), "memtrack never answered; stderr: ", mt.stderr_text());
+        const auto g = mt.guard_pid();
+        REQUIRE_MESSAGE(g.has_value(), "no memtrack-guard child; memtrack's group:", mt.group_text());
+        guard = *g;
+    }
+    OwnFlood flood;
+    std::string sock;
+    Background mt;
+    int guard = 0;
+};
+
+}  // namespace
+
+TEST_CASE("pressure: kill -KILL of memtrack's whole process group: memtrack-guard resumes an attached process it paused") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    BesideFlood run(dir);
+    auto& [flood, sock, mt, guard] = run;
+    INFO("`", mt.cmdline(), "`");
+    const RunResult a = attach(sock, flood.writer());
+    REQUIRE_MESSAGE(a.status == 0, a.describe());
+    REQUIRE_MESSAGE(pressure_paused(sock, {flood.writer()}, 20s), "the attached writer was never seen paused; stderr: ",
+                    mt.stderr_text());
+
+    // What a CI runner does to a job: the whole group at once.
+    REQUIRE(::kill(-mt.pid(), SIGKILL) == 0);
+    const auto ended = mt.wait(10s);
+    REQUIRE_MESSAGE(ended.has_value(), "memtrack not reaped 10 s after SIGKILL; its group:", mt.group_text());
+    CHECK(ended->status == 128 + SIGKILL);
+    const auto guard_ended = mt.wait_for(guard, 5s);
+    CHECK_MESSAGE(guard_ended.has_value(), "memtrack-guard did not outlive the group kill and exit");
+    if (guard_ended) CHECK_MESSAGE(guard_ended->status == 0, "memtrack-guard ", guard_ended->describe());
+    CHECK_MESSAGE(poll_until(5s,
+                             [&] {
+                                 auto p = read_proc(flood.writer());
+                                 return p && p->state != 'T';
+                             }),
+                  "the attached writer is still stopped 5 s after memtrack's group was killed");
+}
+
+TEST_CASE("pressure: memtrack-guard killed: memtrack says so in one line and pauses nobody from then on") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    BesideFlood run(dir);
+    auto& [flood, sock, mt, guard] = run;
+    INFO("`", mt.cmdline(), "`");
+    REQUIRE(::kill(guard, SIGKILL) == 0);
+    REQUIRE_MESSAGE(poll_until(5s, [&] { return mt.stderr_text().find("memtrack-guard died") != std::string::npos; }),
+                    "memtrack did not say its guard died; stderr: ", mt.stderr_text());
+    CHECK_MESSAGE(is_one_line(mt.stderr_text()), mt.stderr_text());
+
+    // A writer that a 64 KiB ring read every 20 ms would keep paused: it is never stopped now.
+    const RunResult a = attach(sock, flood.writer());
+    REQUIRE_MESSAGE(a.status == 0, a.describe());
+    CHECK_MESSAGE(!seen_stopped(flood.writer(), 2000ms), "memtrack paused a process after its guard died");
+    const auto stats = live_stats(sock);
+    REQUIRE(stats.has_value());
+    CHECK(u64_at(*stats, "dropped") > 0);  // what not pausing costs, counted
+
+    REQUIRE(::kill(mt.pid(), SIGTERM) == 0);
+    const auto ended = mt.wait(30s);
+    REQUIRE_MESSAGE(ended.has_value(), "memtrack still running 30 s after SIGTERM; its group:", mt.group_text());
+    CHECK_MESSAGE(ended->status == 128 + SIGTERM, "memtrack ", ended->describe(), "; stderr: ", mt.stderr_text());
+    CHECK_FALSE(seen_stopped(flood.writer(), 100ms));
+}
+
+TEST_CASE("pressure: a SIGSTOP sent while memtrack has a process paused is not undone by memtrack's resume (30 rounds)") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    const std::string sock = dir / "ctl.sock";
+    Background mt(dir, paused_flood_options(dir), {flood_bin(), "2", "1000000000000"});
+    INFO("`", mt.cmdline(), "`");
+    const auto flood = mt.command_pid("flood", 20s);
+    REQUIRE_MESSAGE(flood.has_value(), "the flood never started; memtrack's group:", mt.group_text());
+    const auto writers = flood_writers(*flood, 2, 20s);
+    REQUIRE(writers.size() == 2);
+    REQUIRE_MESSAGE(pressure_paused(sock, writers, 20s), "no writer was ever seen paused; memtrack's group:",
+                    mt.group_text());
+    const int w = *writers.begin();
+    unsigned undone = 0, rounds = 0;
+    for (; rounds < 30; ++rounds) {
+        // Paused by memtrack (nobody else stops it), then stopped by "the user" too.
+        REQUIRE_MESSAGE(poll_until(10s,
+                                   [&] {
+                                       auto p = read_proc(w);
+                                       return p && p->state == 'T';
+                                   }),
+                        "writer ", w, " never paused again; memtrack's group:", mt.group_text());
+        REQUIRE(::kill(w, SIGSTOP) == 0);
+        // memtrack ends pressure pauses within milliseconds once the ring has room.
+        const bool ran = poll_until(300ms, [&] {
+            auto p = read_proc(w);
+            return p && p->state != 'T';
+        });
+        if (ran) ++undone;
+        REQUIRE(::kill(w, SIGCONT) == 0);
+    }
+    CHECK_MESSAGE(undone == 0, "the user's SIGSTOP was undone in ", undone, " of ", rounds, " rounds");
+    const auto stats = live_stats(sock);
+    REQUIRE(stats.has_value());
+    CHECK_MESSAGE(u64_at(*stats, "dropped") == 0, json::serialize(*stats));
+    REQUIRE(::kill(mt.pid(), SIGTERM) == 0);
+    const auto ended = mt.wait(30s);
+    REQUIRE_MESSAGE(ended.has_value(), "memtrack still running 30 s after SIGTERM; its group:", mt.group_text());
+    CHECK_FALSE(ended->signaled);
+    const PressureStats s = pressure_stats(read_file(dir / "stats.json"));
+    check_pauses_balanced(s);
 }

@@ -9,11 +9,11 @@
 
 using namespace memtrack::roottest;
 
-TEST_CASE("process: a fork tree is tracked, each event carrying the pid that allocated") {
-    ROOT_SUITE_GUARD();
-    const unsigned n = 5;
-    TempDir dir;
-    Tracked t = track_and_dump(dir, {fixture("fork_tree"), std::to_string(n)});
+namespace {
+
+// What fork_tree N must have produced: each member's sizes exactly, from its own process, every
+// block freed, and each new process held until its probes existed.
+void check_fork_tree(const Tracked& t, unsigned n) {
     CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
     check_common(t);
 
@@ -58,6 +58,56 @@ TEST_CASE("process: a fork tree is tracked, each event carrying the pid that all
     CHECK(stats_u64(t.result.stats, "spawn_unstopped") == 0);
     CHECK(stats_u64(t.result.stats, "processes_probed") + stats_u64(t.result.stats, "processes_on_shared_probes") == 5);
     CHECK(stats_u64(t.result.stats, "probe_attach_errors") == 0);
+}
+
+// memtrack as a container runs it: the first process of a new pid namespace, /proc mounted for it.
+const std::vector<std::string> kNewPidNamespace = {"unshare", "--pid", "--fork", "--mount-proc"};
+
+}  // namespace
+
+TEST_CASE("process: a fork tree is tracked, each event carrying the pid that allocated") {
+    ROOT_SUITE_GUARD();
+    const unsigned n = 5;
+    TempDir dir;
+    check_fork_tree(track_and_dump(dir, {fixture("fork_tree"), std::to_string(n)}), n);
+}
+
+TEST_CASE("process: in a pid namespace of its own, a fork tree is tracked exactly, stacks included") {
+    ROOT_SUITE_GUARD();
+    const unsigned n = 5;
+    TempDir dir;
+    Tracked t;
+    t.result = track_wrapped(dir, kNewPidNamespace, {fixture("fork_tree"), std::to_string(n)});
+    t.events = dump(t.result.artifact);
+    check_fork_tree(t, n);
+    // The pids are the namespace's: memtrack is its pid 1, the command one of the first few.
+    CHECK_MESSAGE(t.result.root_pid < 100, "root pid ", t.result.root_pid, " is not one of the new namespace's");
+    size_t without_stack = 0;
+    for (const Event& e : t.events)
+        if (e.type == "Malloc" && !e.stack_hash) ++without_stack;
+    CHECK_MESSAGE(without_stack == 0, without_stack, " Mallocs carry no stack");
+    INFO("stats: ", t.result.stats.raw);
+    CHECK(stats_u64(t.result.stats, "snapshot_stops") == 5);
+}
+
+TEST_CASE("process: in a pid namespace of its own with --no-stacks, a fork tree is tracked exactly") {
+    ROOT_SUITE_GUARD();
+    const unsigned n = 5;
+    TempDir dir;
+    Tracked t;
+    t.result = track_wrapped(dir, kNewPidNamespace, {fixture("fork_tree"), std::to_string(n)}, {"--no-stacks"});
+    t.events = dump(t.result.artifact);
+    check_fork_tree(t, n);
+}
+
+TEST_CASE("process: /proc of another pid namespace than memtrack's is refused in one line") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    // A new pid namespace with the old /proc: its pids are not memtrack's.
+    const RunResult r = run({"unshare", "--pid", "--fork", memtrack_bin(), "track", "-o", dir / "out", "--", fixture("exit3")});
+    CHECK_MESSAGE(r.status == 1, r.describe());
+    CHECK_MESSAGE(is_one_line(r.err), r.err);
+    CHECK_MESSAGE(r.err.find("/proc") != std::string::npos, r.err);
 }
 
 TEST_CASE("process: more live processes than get probes of their own: the rest use the shared ones, counts exact") {

@@ -6,6 +6,10 @@
 // the line.
 #include <doctest/doctest.h>
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -839,5 +843,70 @@ TEST_CASE("stacks: a Rust release binary's frames have demangled names, legacy a
             CHECK_MESSAGE(ends_with(r.frames[0].module, std::string("/") + name), show(r.frames));
             CHECK_MESSAGE(r.frames[1].function == "stack_rust::main", show(r.frames));
         }
+    }
+}
+
+namespace {
+
+// A local "debuginfod server" that never answers: a listening socket nobody accepts on, so a
+// client's connection waits in its backlog. Sets DEBUGINFOD_URLS (and a short client timeout)
+// for the processes the test starts while it lives.
+class SilentServer {
+public:
+    SilentServer() {
+        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        REQUIRE(fd_ >= 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+        REQUIRE(::listen(fd_, 64) == 0);
+        socklen_t len = sizeof a;
+        REQUIRE(::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+        const std::string url = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+        ::setenv("DEBUGINFOD_URLS", url.c_str(), 1);
+        ::setenv("DEBUGINFOD_TIMEOUT", "3", 1);
+    }
+    ~SilentServer() {
+        ::unsetenv("DEBUGINFOD_URLS");
+        ::unsetenv("DEBUGINFOD_TIMEOUT");
+        ::close(fd_);
+    }
+    SilentServer(const SilentServer&) = delete;
+    SilentServer& operator=(const SilentServer&) = delete;
+    // Connections made to it so far (each taken off the backlog).
+    unsigned connections() {
+        unsigned n = 0;
+        for (int c; (c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC)) >= 0; ++n) ::close(c);
+        return n;
+    }
+
+private:
+    int fd_ = -1;
+};
+
+}  // namespace
+
+TEST_CASE("stacks: DEBUGINFOD_URLS alone makes no network request; --debuginfod does") {
+    ROOT_SUITE_GUARD();
+    const unsigned n = 3;
+    SilentServer server;
+    {
+        // A stripped binary: libdw looks for its debug info everywhere it may.
+        TempDir dir;
+        const uint64_t t0 = monotonic_ns();
+        Tracked t = track_and_dump(dir, {fixture("stack_stripped"), std::to_string(n)});
+        const double seconds = double(monotonic_ns() - t0) / 1e9;
+        CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+        CHECK(tally(with_size(t.events, STK_STRIP_SIZE)) == "Malloc x" + std::to_string(n));
+        CHECK_MESSAGE(server.connections() == 0, "memtrack asked DEBUGINFOD_URLS' server without --debuginfod");
+        CHECK_MESSAGE(seconds < 20, "the run took ", seconds, " s");
+    }
+    {
+        TempDir dir;
+        Tracked t;
+        t.result = track(dir, {fixture("stack_stripped"), std::to_string(n)}, {"--debuginfod"});
+        CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+        CHECK_MESSAGE(server.connections() >= 1, "--debuginfod did not ask the server");
     }
 }

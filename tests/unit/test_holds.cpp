@@ -304,3 +304,62 @@ TEST_CASE("holds: the agreement check catches a release that does not wait for s
                  [&] { CHECK(release_hold(store2, sig2, 6, MT_HOLD_PRESSURE).outcome == HoldRelease::Outcome::Busy); });
     CHECK((mt_hold_reasons(word(store2, 6)) != 0) == sig2.stopped(6));
 }
+
+namespace {
+
+// memtrack.bpf.c's on_signal for someone else's SIGSTOP: the signal lands, BPF marks the word.
+void user_stop(FakeStore& store, FakeSignals& sig, uint32_t pid) {
+    (void)sig.send(pid, kStart, SIGSTOP);
+    std::atomic_ref<uint32_t>(store.words()[pid]).fetch_or(MT_HOLD_USER_STOP);
+}
+
+}  // namespace
+
+TEST_CASE("holds: a process someone else stopped while it was held stays stopped when the hold ends") {
+    FakeStore store(64);
+    FakeSignals sig;
+    CHECK(hold_process(store, sig, 7, MT_HOLD_PRESSURE, true));
+    user_stop(store, sig, 7);
+    const size_t sent_before = sig.sent().size();
+    CHECK(release_hold(store, sig, 7, MT_HOLD_PRESSURE).outcome == HoldRelease::Outcome::LeftStopped);
+    CHECK(sig.sent().size() == sent_before);  // no SIGCONT
+    CHECK(sig.stopped(7));
+    CHECK(word(store, 7) == MT_HOLD_USER_STOP);
+    // The final pass leaves it stopped too.
+    CHECK(hold_process(store, sig, 7, MT_HOLD_SNAPSHOT, false));
+    const FinalPass pass = release_all_for_good(store, sig);
+    CHECK(pass.left_stopped == 1);
+    CHECK(pass.resumed == 0);
+    CHECK(sig.stopped(7));
+}
+
+TEST_CASE("holds: someone else's SIGSTOP landing while memtrack's SIGCONT is on its way is sent again after it") {
+    FakeStore store(64);
+    FakeSignals sig;
+    CHECK(hold_process(store, sig, 8, MT_HOLD_PRESSURE, true));
+    // The user's SIGSTOP comes after the release chose to resume, just before its SIGCONT lands.
+    sig.on_send = [&](uint32_t pid, int s) {
+        if (pid == 8 && s == SIGCONT) {
+            sig.on_send = nullptr;
+            user_stop(store, sig, 8);
+            (void)sig.send(8, kStart, SIGCONT);  // ... and ours lands last, cancelling it
+        }
+    };
+    CHECK(release_hold(store, sig, 8, MT_HOLD_PRESSURE).outcome == HoldRelease::Outcome::Resumed);
+    CHECK(sig.stopped(8));  // the releaser's SIGSTOP after its SIGCONT
+    CHECK(word(store, 8) == MT_HOLD_USER_STOP);
+}
+
+TEST_CASE("holds: after someone else's SIGCONT, the hold's end resumes the process again") {
+    FakeStore store(64);
+    FakeSignals sig;
+    CHECK(hold_process(store, sig, 9, MT_HOLD_PRESSURE, true));
+    user_stop(store, sig, 9);
+    (void)sig.send(9, kStart, SIGCONT);  // the user's SIGCONT: BPF clears the mark
+    std::atomic_ref<uint32_t>(store.words()[9]).fetch_and(~MT_HOLD_USER_STOP);
+    CHECK_FALSE(hold_process(store, sig, 9, MT_HOLD_PRESSURE, true));  // it ran: paused again (a re-send)
+    CHECK(sig.stopped(9));
+    CHECK(release_hold(store, sig, 9, MT_HOLD_PRESSURE).outcome == HoldRelease::Outcome::Resumed);
+    CHECK_FALSE(sig.stopped(9));
+    CHECK(word(store, 9) == 0);
+}
