@@ -15,4 +15,8 @@ fi
 cd "$ROOT"
 status=0
 meson test -C build --print-errorlogs --num-processes 1 "$@" || status=$?
+# The fuzz targets, briefly, on a full run (no arguments): MEMTRACK_FUZZ_SECONDS each, 0 to skip.
+if [[ $# -eq 0 && "${MEMTRACK_FUZZ_SECONDS:-20}" != 0 ]]; then
+    "$ROOT/scripts/fuzz.sh" "${MEMTRACK_FUZZ_SECONDS:-20}" || status=1
+fi
 exit "$status"

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <limits>
 #include <memory>
@@ -99,51 +100,23 @@ bool refer_to_buffer(msgpack::type::object_type, std::size_t, void*) { return tr
 // Decompressed bytes not yet decoded, and where they sit in the decompressed stream.
 class ValueDecoder {
 public:
-    ValueDecoder(const msgpack::unpack_limit& limits, std::string_view noun, const OnValue& on_value,
-                 const FastValues& fast)
-        : limits_(limits), noun_(noun), on_value_(on_value), fast_(fast) {}
+    ValueDecoder(const msgpack::unpack_limit& limits, size_t max_value_bytes, std::string_view noun,
+                 const OnValue& on_value, const FastValues& fast, Work& work)
+        : limits_(limits), max_value_(max_value_bytes), noun_(noun), on_value_(on_value), fast_(fast), work_(work) {}
 
-    // Appends decompressed bytes and delivers every value now complete.
+    // Appends decompressed bytes and delivers every value now complete, except that a value
+    // already found incomplete is tried again only once its bytes have doubled (or passed the
+    // bound): re-parsing it from its start at every chunk would be quadratic in its size.
     std::optional<Error> feed(const char* data, size_t len) {
         pending_.append(data, len);
-        size_t pos = 0;
-        std::optional<Error> err;
-        while (pos < pending_.size()) {
-            if (fast_) {
-                const Taken taken = fast_(pending_.data() + pos, pending_.size() - pos);
-                pos += taken.bytes;
-                count_ += taken.values;
-                if (pos == pending_.size()) break;
-            }
-            size_t next = pos;
-            msgpack::object value;
-            try {
-                // One zone for every value, emptied before each: a fresh one per value (what
-                // msgpack::unpack without a zone makes) costs a malloc and a free per event.
-                // Strings and bins point into pending_ rather than being copied into the zone:
-                // the value is used and dropped before pending_ changes.
-                zone_.clear();
-                value = msgpack::unpack(zone_, pending_.data(), pending_.size(), next, refer_to_buffer, nullptr,
-                                        limits_);
-            } catch (const msgpack::insufficient_bytes&) {
-                // The value continues in the next decompressed chunk; parse it again from its
-                // start then. Values are small next to a chunk, so re-parsing costs little.
-                break;
-            } catch (const msgpack::unpack_error& ex) {
-                err = corrupt(base_ + pos, fmt::format("invalid MessagePack: {}", ex.what()));
-                break;
-            }
-            if (auto bad = on_value_(value, base_ + pos)) {
-                err = corrupt(base_ + pos, std::move(*bad));
-                break;
-            }
-            ++count_;
-            pos = next;
-        }
-        pending_.erase(0, pos);
-        base_ += pos;
-        return err;
+        work_.max_pending = std::max(work_.max_pending, pending_.size());
+        if (pending_.size() < retry_at_) return std::nullopt;
+        return decode();
     }
+
+    // At the end of the stream, or before reporting a problem of the stream itself: delivers
+    // what is complete, whatever retry_at_ says.
+    std::optional<Error> drain() { return pending_.empty() ? std::nullopt : decode(); }
 
     // Bytes left over at the end of the stream: the start of a value that never ended.
     std::optional<Error> finish() const {
@@ -155,24 +128,79 @@ public:
     uint64_t count() const { return count_; }
 
 private:
+    std::optional<Error> decode() {
+        retry_at_ = 0;
+        size_t pos = 0;
+        std::optional<Error> err;
+        while (pos < pending_.size()) {
+            if (fast_) {
+                const Taken taken = fast_(pending_.data() + pos, pending_.size() - pos);
+                pos += taken.bytes;
+                count_ += taken.values;
+                if (pos == pending_.size()) break;
+            }
+            size_t next = pos;
+            msgpack::object value;
+            // No value may claim more than max_value_ bytes, so none is parsed past that.
+            const size_t avail = std::min(pending_.size() - pos, max_value_ + 1);
+            work_.parsed_bytes += avail;
+            try {
+                // One zone for every value, emptied before each: a fresh one per value (what
+                // msgpack::unpack without a zone makes) costs a malloc and a free per event.
+                // Strings and bins point into pending_ rather than being copied into the zone:
+                // the value is used and dropped before pending_ changes.
+                zone_.clear();
+                value = msgpack::unpack(zone_, pending_.data(), pos + avail, next, refer_to_buffer, nullptr, limits_);
+            } catch (const msgpack::insufficient_bytes&) {
+                if (avail > max_value_) {
+                    err = corrupt(base_ + pos, fmt::format("value longer than {} bytes", max_value_));
+                    break;
+                }
+                // The value continues in a later chunk: try again once twice as much is here.
+                retry_at_ = 2 * (pending_.size() - pos);
+                break;
+            } catch (const msgpack::unpack_error& ex) {
+                err = corrupt(base_ + pos, fmt::format("invalid MessagePack: {}", ex.what()));
+                break;
+            }
+            if (next - pos > max_value_) {
+                err = corrupt(base_ + pos, fmt::format("value longer than {} bytes", max_value_));
+                break;
+            }
+            if (auto bad = on_value_(value, base_ + pos)) {
+                err = corrupt(base_ + pos, std::move(*bad));
+                break;
+            }
+            ++count_;
+            pos = next;
+        }
+        pending_.erase(0, pos);
+        base_ += pos;
+        if (retry_at_ != 0) retry_at_ = std::min(retry_at_, max_value_ + 1);
+        return err;
+    }
+
     Error corrupt(uint64_t offset, std::string reason) const {
         return Error{fmt::format("corrupt {} at decompressed offset {}", noun_, offset), {}, 0, std::move(reason)};
     }
 
     const msgpack::unpack_limit& limits_;
+    const size_t max_value_;
     std::string_view noun_;
     const OnValue& on_value_;
     const FastValues& fast_;
+    Work& work_;
     msgpack::zone zone_;  // holds the value being delivered
     std::string pending_;
-    uint64_t base_ = 0;  // decompressed offset of pending_[0]
+    size_t retry_at_ = 0;  // pending_'s size at which its unfinished first value is tried again
+    uint64_t base_ = 0;    // decompressed offset of pending_[0]
     uint64_t count_ = 0;
 };
 
 }  // namespace
 
-Result<uint64_t> read_stream(const std::string& path, const msgpack::unpack_limit& limits, const Wording& wording,
-                             const OnValue& on_value, const FastValues& fast) {
+Result<uint64_t> read_stream(const std::string& path, const msgpack::unpack_limit& limits, size_t max_value_bytes,
+                             const Wording& wording, const OnValue& on_value, const FastValues& fast, Work* work) {
     Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd.valid()) return errno_error("open", path);
     std::unique_ptr<ZSTD_DCtx, DCtxDeleter> dctx(ZSTD_createDCtx());
@@ -180,7 +208,8 @@ Result<uint64_t> read_stream(const std::string& path, const msgpack::unpack_limi
 
     std::vector<char> in(ZSTD_DStreamInSize());
     std::vector<char> out(ZSTD_DStreamOutSize());
-    ValueDecoder values(limits, wording.value, on_value, fast);
+    Work local_work;
+    ValueDecoder values(limits, max_value_bytes, wording.value, on_value, fast, work ? *work : local_work);
     uint64_t file_offset = 0;  // compressed bytes read so far
     uint64_t frame_start = 0;
     bool in_frame = false;
@@ -192,7 +221,10 @@ Result<uint64_t> read_stream(const std::string& path, const msgpack::unpack_limi
             const size_t before = input.pos;
             ZSTD_outBuffer output{out.data(), out.size(), 0};
             const size_t ret = ZSTD_decompressStream(dctx.get(), &output, &input);
-            if (ZSTD_isError(ret)) return corrupt_zstd(input_offset + input.pos, ZSTD_getErrorName(ret));
+            if (ZSTD_isError(ret)) {
+                if (auto err = values.drain()) return err;  // a bad value before the bad block comes first
+                return corrupt_zstd(input_offset + input.pos, ZSTD_getErrorName(ret));
+            }
             if (!in_frame && input.pos > before) {
                 in_frame = true;
                 frame_start = input_offset + before;
@@ -223,10 +255,12 @@ Result<uint64_t> read_stream(const std::string& path, const msgpack::unpack_limi
     if (in_frame) {
         ZSTD_inBuffer none{nullptr, 0, 0};
         if (auto err = decompress(none, file_offset)) return *err;
+        if (auto err = values.drain()) return *err;
         return Error{fmt::format("truncated {}: unfinished zstd frame at compressed offset {}", wording.file,
                                  frame_start),
                      {}, 0, fmt::format("file ends at byte {}", file_offset)};
     }
+    if (auto err = values.drain()) return *err;
     if (auto err = values.finish()) return *err;
     return values.count();
 }
