@@ -87,6 +87,8 @@ std::optional<std::string> get_bool(const msgpack::object& v, std::string_view k
 
 namespace {
 
+constexpr int kWindowLogMax = 23;
+
 Error corrupt_zstd(uint64_t offset, std::string reason) {
     return Error{fmt::format("corrupt zstd stream at compressed offset {}", offset), {}, 0, std::move(reason)};
 }
@@ -205,6 +207,11 @@ Result<uint64_t> read_stream(const std::string& path, const msgpack::unpack_limi
     if (!fd.valid()) return errno_error("open", path);
     std::unique_ptr<ZSTD_DCtx, DCtxDeleter> dctx(ZSTD_createDCtx());
     if (!dctx) return Error{"ZSTD_createDCtx", path, ENOMEM, {}};
+    // A frame names the window its decoder must hold; a crafted one asks for up to 128 MiB
+    // (zstd's default bound) or more. memtrack writes with a window of at most 2 MiB (levels 3
+    // and below); 8 MiB leaves room for a file recompressed by zstd itself at a higher level.
+    if (ZSTD_isError(ZSTD_DCtx_setParameter(dctx.get(), ZSTD_d_windowLogMax, kWindowLogMax)))
+        return Error{"ZSTD_d_windowLogMax", path, EINVAL, {}};
 
     std::vector<char> in(ZSTD_DStreamInSize());
     std::vector<char> out(ZSTD_DStreamOutSize());

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 #include <msgpack.hpp>
+#include <zstd.h>
 
 #include "TestFiles.hpp"
 #include "bpf/record.h"
@@ -125,4 +126,29 @@ TEST_CASE("crafted input: a stack beyond what memtrack can capture is rejected")
     CHECK(deep.error().message() ==
           "corrupt stack at decompressed offset 0: frame 63: more than 63 inlined frames at one address");
     CHECK(delivered == 0);
+}
+
+TEST_CASE("crafted input: a frame asking for a 128 MiB window is refused before it is allocated") {
+    TempDir dir;
+    const std::string path = dir.file("1.MemtrackArtifact.msgpack");
+    // A streamed frame (no content size) with windowLog 27: its header tells the decoder to hold
+    // 128 MiB, whatever the content.
+    ZSTD_CCtx* c = ZSTD_createCCtx();
+    REQUIRE(c != nullptr);
+    ZSTD_CCtx_setParameter(c, ZSTD_c_windowLog, 27);
+    ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, 0);
+    const std::string raw(1000, '\xc0');  // nils: not events, but never reached
+    std::string out(ZSTD_compressBound(raw.size()) + 64, '\0');
+    ZSTD_inBuffer in{raw.data(), raw.size(), 0};
+    ZSTD_outBuffer o{out.data(), out.size(), 0};
+    REQUIRE_FALSE(ZSTD_isError(ZSTD_compressStream2(c, &o, &in, ZSTD_e_continue)));  // streamed: no size known
+    REQUIRE(ZSTD_compressStream2(c, &o, &in, ZSTD_e_end) == 0);
+    ZSTD_freeCCtx(c);
+    out.resize(o.pos);
+    write_file(path, out);
+    auto r = read_artifact(path, [](const Event&) {});
+    REQUIRE_FALSE(r.ok());
+    const std::string m = r.error().message();
+    CHECK_MESSAGE(m.starts_with("corrupt zstd stream at compressed offset "), m);
+    CHECK_MESSAGE(m.ends_with(": Frame requires too much memory for decoding"), m);
 }
