@@ -32,4 +32,8 @@ fi
 cd "$ROOT"
 status=0
 meson test -C "$BUILD_DIR" --print-errorlogs --num-processes 1 "$@" || status=$?
+# The fuzz targets, briefly, on a full plain run (no arguments, no sanitizer: they bring their
+# own): MEMTRACK_FUZZ_SECONDS each, 0 to skip.
+if [[ $# -eq 0 && "$BUILD_DIR" == build && "${MEMTRACK_FUZZ_SECONDS:-20}" != 0 ]]; then
+    "$ROOT/scripts/fuzz.sh" "${MEMTRACK_FUZZ_SECONDS:-20}" || status=1
 exit "$status"

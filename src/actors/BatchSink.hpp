@@ -33,6 +33,8 @@ protected:
     virtual Result<void> flush_file() = 0;
     virtual Result<void> finish_file() = 0;
     void fail(Error e);
+    // A write or flush failed: the file ends where it ended, nothing more goes into it.
+    bool failed() const { return error_.has_value(); }
     Strand& strand() { return strand_; }
     uint64_t records_handled() const { return records_; }
     // Batches waiting in the queue.

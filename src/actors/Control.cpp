@@ -27,6 +27,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/json.hpp>
 
+#include "actors/Request.hpp"
 #include "core/Fd.hpp"
 #include "core/Log.hpp"
 
@@ -140,7 +141,7 @@ public:
 private:
     // A request's place in the reply order. `line` is set once its reply is known.
     struct Slot {
-        std::optional<json::value> id;
+        std::optional<std::string> id;  // the request's id as the client wrote it (JSON text)
         std::optional<std::string> line;
     };
 
@@ -186,7 +187,7 @@ private:
         close();
     }
 
-    uint64_t open_slot(std::optional<json::value> id = std::nullopt) {
+    uint64_t open_slot(std::optional<std::string> id = std::nullopt) {
         slots_.push_back(Slot{std::move(id), std::nullopt});
         return head_seq_ + slots_.size() - 1;
     }
@@ -196,47 +197,17 @@ private:
         if (line.find_first_not_of(" \t") == std::string_view::npos) {
             return complete(open_slot(), false, error_fields("empty request"));
         }
-        boost::system::error_code ec;
-        json::value request = json::parse(line, ec);
-        if (ec) return complete(open_slot(), false, error_fields(fmt::format("invalid JSON: {}", ec.message())));
-        json::object* obj = request.if_object();
-        if (!obj) return complete(open_slot(), false, error_fields("a request must be a JSON object"));
-
-        std::optional<json::value> id;
-        if (auto it = obj->find("id"); it != obj->end()) id = it->value();
-        const uint64_t seq = open_slot(std::move(id));
-
-        const auto cmd_it = obj->find("cmd");
-        if (cmd_it == obj->end()) return complete(seq, false, error_fields("missing \"cmd\""));
-        const json::string* cmd = cmd_it->value().if_string();
-        if (!cmd) return complete(seq, false, error_fields("\"cmd\" must be a string"));
-        dispatch(seq, *cmd, *obj);
+        Request request = parse_request(line);
+        const uint64_t seq = open_slot(std::move(request.id));
+        if (request.error) return complete(seq, false, error_fields(*request.error));
+        dispatch(seq, request);
     }
 
-    void dispatch(uint64_t seq, std::string_view cmd, const json::object& request) {
+    void dispatch(uint64_t seq, const Request& request) {
         if (stopped()) return complete(seq, false, error_fields("memtrack is shutting down"));
+        const std::string_view cmd = request.cmd;
         if (cmd == "ping") {
             return complete(seq, true, json::object{{"protocol", kProtocolVersion}, {"version", MEMTRACK_VERSION}});
-        }
-
-        std::optional<int32_t> pid;
-        if (cmd == "attach") {
-            auto it = request.find("pid");
-            if (it == request.end()) return complete(seq, false, error_fields("attach needs \"pid\""));
-            const json::value& v = it->value();
-            int64_t n = 0;
-            if (v.is_int64()) n = v.get_int64();
-            else if (v.is_uint64()) n = -1;  // above INT64_MAX: out of range below
-            else return complete(seq, false, error_fields("\"pid\" must be a positive integer"));
-            if (n <= 0 || n > std::numeric_limits<int32_t>::max()) {
-                return complete(seq, false, error_fields("\"pid\" must be a positive integer"));
-            }
-            pid = static_cast<int32_t>(n);
-        } else if (cmd != "enable" && cmd != "disable" && cmd != "drain" && cmd != "stats" && cmd != "shutdown") {
-            std::string msg = "unknown command";
-            if (cmd.size() <= 64) msg += fmt::format(" \"{}\"", cmd);
-            msg += " (known: ping, enable, disable, drain, stats, attach, shutdown)";
-            return complete(seq, false, error_fields(msg));
         }
 
         const auto handlers = shared_->snapshot();
@@ -253,7 +224,7 @@ private:
                 complete(seq, true, json::object{{"stats", handlers->stats()}});
             } else if (cmd == "attach") {
                 if (!handlers->attach) return not_available();
-                handlers->attach(*pid, make_reply(seq));
+                handlers->attach(*request.pid, make_reply(seq));
             } else if (cmd == "shutdown") {
                 if (!handlers->shutdown) return not_available();
                 handlers->shutdown(make_reply(seq));
@@ -293,11 +264,13 @@ private:
         if (slot.line) return;
         json::object out;
         out["ok"] = ok;
-        if (slot.id) out["id"] = *slot.id;
         for (auto& kv : fields) {
             if (kv.key() != "ok" && kv.key() != "id") out[kv.key()] = std::move(kv.value());
         }
-        slot.line = to_line(out);
+        std::string line = to_line(out);
+        // The id's own text goes in after "ok", as the client wrote it.
+        if (slot.id) line.insert(ok ? 10 : 11, fmt::format(",\"id\":{}", *slot.id));  // after {"ok":true
+        slot.line = std::move(line);
         pump();
     }
 
@@ -539,16 +512,16 @@ Result<std::unique_ptr<Control>> Control::bind(asio::io_context& io, const std::
     acceptor.open(stream_protocol(), ec);
     if (ec) return Error{"socket", path, ec.value(), {}};
     set_cloexec(acceptor.native_handle());
-    // Linux gives the new socket file the socket inode's mode (less the umask): with this the
-    // file is never more open than 0600, not even between bind() and the chmod() below.
-    ::fchmod(acceptor.native_handle(), 0600);
+    // Linux gives the new socket file the socket inode's mode less the umask, so the file is
+    // born at most 0600. That is the only way its mode is set: after bind() the path is never
+    // changed by name (a chmod() of it would follow whatever link was swapped in meanwhile).
+    if (::fchmod(acceptor.native_handle(), 0600) != 0) return errno_error("fchmod", path);
     acceptor.bind(stream_protocol::endpoint(path), ec);
     if (ec) return Error{"bind", path, ec.value(), {}};
     const auto undo = [&](Error e) {
         ::unlink(path.c_str());
         return e;
     };
-    if (::chmod(path.c_str(), 0600) != 0) return undo(errno_error("chmod", path));
     acceptor.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) return undo(Error{"listen", path, ec.value(), {}});
     if (::lstat(path.c_str(), &st) != 0) return undo(errno_error("stat", path));

@@ -37,6 +37,11 @@ void Stats::on_written(uint64_t records, uint64_t artifact_events, uint64_t allo
     allocations_ += allocations;
 }
 
+void Stats::on_unwritten(uint64_t records) {
+    std::lock_guard lock(mu_);
+    unwritten_ += records;
+}
+
 void Stats::on_stack(uint64_t ring_bytes, uint64_t symbolize_ns) {
     std::lock_guard lock(mu_);
     ++stacks_unique_;
@@ -169,6 +174,7 @@ boost::json::object Stats::to_json() const {
         {"dropped", dropped_},
         {"duration_s", double(monotonic_ns() - start_ns_) / 1e9},
         {"written", written_},
+        {"unwritten", unwritten_},
         {"artifact_events", artifact_events_},
         {"nested_calls", nested_},
         {"chunks", chunks_},

@@ -19,7 +19,10 @@ public:
     Stats();
 
     void on_chunk(uint64_t records, uint64_t bytes, uint64_t duration_ns);
+    // Records now in the artifact (flushed), and records read from the ring that never reached it
+    // (a write failed): records = written + unwritten once the artifact is closed.
     void on_written(uint64_t records, uint64_t artifact_events, uint64_t allocations);
+    void on_unwritten(uint64_t records);
     void on_stack(uint64_t ring_bytes, uint64_t symbolize_ns);
     void set_symbolizer(const SymbolizerCounters& c);
     // At shutdown: a file (the artifact, or the stacks file) closed `ns` after the shutdown began.
@@ -51,7 +54,7 @@ private:
     uint64_t start_ns_;
     uint64_t records_ = 0, bytes_ = 0, chunks_ = 0, max_records_per_chunk_ = 0;
     uint64_t max_fill_bytes_ = 0, stack_max_fill_bytes_ = 0, ring_bytes_ = 0, stop_bytes_ = 0;
-    uint64_t written_ = 0, artifact_events_ = 0, allocations_ = 0;
+    uint64_t written_ = 0, unwritten_ = 0, artifact_events_ = 0, allocations_ = 0;
     uint64_t stacks_unique_ = 0, stack_ring_bytes_ = 0;
     SymbolizerCounters symbolizer_;
     uint64_t shutdown_artifact_ns_ = 0, shutdown_stacks_ns_ = 0;

@@ -48,17 +48,43 @@ void Writer::write_batch(const RecordBatch& b) {
             break;
         }
     }
+    if (failed()) return stats_.on_unwritten(b.records.size());
+    unflushed_records_ += b.records.size();
+    unflushed_events_ += artifact_events;
+    unflushed_allocations_ += allocations;
     if (end != begin) {
-        if (auto r = artifact_.write({begin, size_t(end - begin)}); !r) fail(r.error());
+        if (auto r = artifact_.write({begin, size_t(end - begin)}); !r) {
+            fail(r.error());
+            lose_unwritten();
+        }
     }
-    stats_.on_written(b.records.size(), artifact_events, allocations);
+}
+
+Result<void> Writer::flush_file() {
+    auto r = artifact_.flush();
+    if (r) credit_written();
+    else lose_unwritten();
+    return r;
 }
 
 Result<void> Writer::finish_file() {
     const uint64_t now = monotonic_ns();
     for (auto& [pid, start] : live_processes_) stats_.add_process_lifetime(now - start);
     live_processes_.clear();
-    return artifact_.finish();
+    auto r = artifact_.finish();
+    if (r) credit_written();
+    else lose_unwritten();
+    return r;
+}
+
+void Writer::credit_written() {
+    stats_.on_written(unflushed_records_, unflushed_events_, unflushed_allocations_);
+    unflushed_records_ = unflushed_events_ = unflushed_allocations_ = 0;
+}
+
+void Writer::lose_unwritten() {
+    stats_.on_unwritten(unflushed_records_);
+    unflushed_records_ = unflushed_events_ = unflushed_allocations_ = 0;
 }
 
 }  // namespace memtrack

@@ -23,12 +23,18 @@ public:
 private:
     // Touched only on the strand.
     void write_batch(const RecordBatch& b) override;
-    Result<void> flush_file() override { return artifact_.flush(); }
+    Result<void> flush_file() override;
     Result<void> finish_file() override;
+    // Records count as written once a flush or the finish has put them in the file: before that
+    // they sit in zstd's buffers, and a failed write loses them.
+    void credit_written();
+    void lose_unwritten();
 
     ZstdFileWriter artifact_;
     Stats& stats_;
     std::vector<char> buf_;  // one batch's encoded events
+    // Handed to the compressor since the last successful flush.
+    uint64_t unflushed_records_ = 0, unflushed_events_ = 0, unflushed_allocations_ = 0;
     std::unordered_map<int32_t, uint64_t> live_processes_;  // pid -> start ns
 };
 

@@ -14,6 +14,7 @@
 #include <boost/json/serialize.hpp>
 #include <fmt/format.h>
 
+#include "core/OutputFiles.hpp"
 #include "format/ArtifactReader.hpp"
 #include "format/JsonLines.hpp"
 #include "format/StacksFile.hpp"

@@ -6,10 +6,10 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -28,6 +28,7 @@
 #include "bpf/record.h"
 #include "core/Clock.hpp"
 #include "core/Log.hpp"
+#include "core/OutputFiles.hpp"
 #include "core/Result.hpp"
 #include "format/ZstdFileWriter.hpp"
 #include "probes/AllocatorProbes.hpp"
@@ -55,6 +56,10 @@ std::vector<std::string> command_argv(const std::vector<std::string>& command) {
 
 namespace {
 
+// Every option is checked here, before anything is created (no socket, no child, no file).
+constexpr size_t kMaxChunkRecords = 1 << 20;  // a turn's batch: 56 MiB of events at most
+constexpr unsigned kMaxThreads = 256;
+
 void check_options(const TrackOptions& o) {
     if (o.command.empty()) throw FatalError("track: no command given (memtrack track [options] -- CMD [ARGS...])");
     if (!(o.stop_fill > 0.0 && o.stop_fill <= 1.0)) throw FatalError("--stop-fill must be in (0, 1]");
@@ -62,17 +67,38 @@ void check_options(const TrackOptions& o) {
         throw FatalError("--resume-fill must be in [0, --stop-fill)");
     if (o.chunk_records == 0) throw FatalError("--chunk-records must be at least 1");
     if (!(o.wakeup_fill >= 0.0 && o.wakeup_fill < o.stop_fill)) throw FatalError("--wakeup-fill must be in [0, --stop-fill)");
-    if (o.threads == 0) throw FatalError("--threads must be at least 1");
+    if (o.threads == 0 || o.threads > kMaxThreads) throw FatalError(fmt::format("--threads must be in 1..{}", kMaxThreads));
+    if (o.chunk_records > kMaxChunkRecords)
+        throw FatalError(fmt::format("--chunk-records must be in 1..{}", kMaxChunkRecords));
+    if (o.max_frames < 1 || o.max_frames > MT_MAX_FRAMES)
+        throw FatalError(fmt::format("--max-frames must be in 1..{}", MT_MAX_FRAMES));
+    const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
+    for (auto [name, bytes] : {std::pair{"--ring-size", o.ring_size}, std::pair{"--stack-ring-size", o.stack_ring_size}})
+        if (bytes < page || (bytes & (bytes - 1)) != 0 || bytes > (1ull << 31))
+            throw FatalError(fmt::format("{} {} is not a power of two between {} and 2 GiB", name, bytes, page));
 }
 
-std::string prepare_output_dir(const std::string& dir) {
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) throw FatalError(fmt::format("output folder not writable: {}: {}", dir, ec.message()));
-    if (::access(dir.c_str(), W_OK | X_OK) != 0)
-        throw FatalError(fmt::format("output folder not writable: {}: {}", dir, std::strerror(errno)));
-    return dir;
-}
+// Blocks signals for a scope; deliver() (or the end of the scope) unblocks them, and any that
+// arrived meanwhile is then delivered.
+class DeferredSignals {
+public:
+    explicit DeferredSignals(std::initializer_list<int> signals) {
+        sigemptyset(&set_);
+        for (int s : signals) sigaddset(&set_, s);
+        ::pthread_sigmask(SIG_BLOCK, &set_, &old_);
+    }
+    ~DeferredSignals() { deliver(); }
+    DeferredSignals(const DeferredSignals&) = delete;
+    DeferredSignals& operator=(const DeferredSignals&) = delete;
+    void deliver() {
+        if (std::exchange(delivered_, true)) return;
+        ::pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+    }
+
+private:
+    sigset_t set_, old_;
+    bool delivered_ = false;
+};
 
 // The files nearly every stack passes through: the command's executable (cheap, and first: its
 // first stack should not wait behind libc), the C library (main is called from it; its separate
@@ -207,13 +233,23 @@ private:
         if (stacks_) fn(*stacks_);
     }
 
+    // Once shutdown has begun the recording is over: nothing may turn it back on, drain what is
+    // being closed or attach anything more.
+    bool refuse_after_shutdown(const ControlHandlers::Reply& reply) {
+        if (!shutting_down_.load()) return false;
+        reply(Error{"memtrack is shutting down", {}, 0, {}});
+        return true;
+    }
+
     ControlHandlers control_handlers() {
         ControlHandlers h;
         h.set_recording = [this](bool on, ControlHandlers::Reply reply) {
+            if (refuse_after_shutdown(reply)) return;
             bpf_.set_recording(on);
             reply(boost::json::object{{"recording", on}});
         };
         h.drain = [this](ControlHandlers::Reply reply) {
+            if (refuse_after_shutdown(reply)) return;
             drains_->request([reply = std::move(reply)](Result<uint64_t> r) {
                 if (!r) reply(r.error());
                 else reply(boost::json::object{{"records", r.value()}});
@@ -221,6 +257,7 @@ private:
         };
         h.stats = [this] { return live_stats(); };
         h.attach = [this](int32_t pid, ControlHandlers::Reply reply) {
+            if (refuse_after_shutdown(reply)) return;
             if (::kill(pid, 0) != 0) return reply(errno_error("attach", std::to_string(pid)));
             if (auto ok = check_attachable(pid, guard_.pid()); !ok) return reply(ok.error());
             try {
@@ -267,7 +304,10 @@ private:
         auto all_done = [this, lanes_left, reply = std::move(reply)]() mutable {
             if (lanes_left->fetch_sub(1) != 1) return;
             pressure_.resume_all([this, reply = std::move(reply)]() mutable {
-                if (reply) reply(boost::json::object{{"records", stats_.records_written()}});
+                if (reply) {
+                    if (auto e = write_error()) reply(Error{"shutdown", {}, 0, "artifact incomplete: " + e->message()});
+                    else reply(boost::json::object{{"records", stats_.records_written()}});
+                }
                 stop_all();
             });
         };
@@ -314,6 +354,11 @@ private:
         });
     }
 
+    std::optional<Error> write_error() {
+        std::lock_guard lock(error_mu_);
+        return write_error_;
+    }
+
     void record_write_error(const Error& e) {
         std::lock_guard lock(error_mu_);
         if (!write_error_) write_error_ = e;
@@ -339,10 +384,12 @@ private:
         // A last resume pass: nothing may stay stopped, whatever happened above.
         pressure_resume_remaining();
         auto stats = live_stats();
+        bool stats_failed = false;
         if (!opt_.stats_file.empty()) {
-            std::ofstream f(opt_.stats_file);
-            f << boost::json::serialize(stats) << "\n";
-            if (!f) log::error("cannot write stats to {}", opt_.stats_file);
+            if (auto w = write_stats(boost::json::serialize(stats) + "\n"); !w) {
+                log::error("--stats: {}", w.error().message());
+                stats_failed = true;
+            }
         }
         const uint64_t dropped = bpf_.counter(MT_COUNTER_DROPPED);
 
@@ -364,7 +411,19 @@ private:
             fmt::print(stderr, "dropped: {}\n", dropped);
             if (status == 0) status = 1;
         }
+        if (stats_failed && status == 0) status = 1;
         return status;
+    }
+
+    // A FIFO's reader gets kStatsWaitMs to take the stats; memtrack's exit does not wait longer.
+    static constexpr int kStatsWaitMs = 2000;
+
+    Result<void> write_stats(const std::string& text) const {
+        auto fd = open_output_file(opt_.stats_file);
+        if (!fd) return fd.error();
+        if (auto w = write_all_bounded(fd->get(), text, opt_.stats_file, kStatsWaitMs); !w) return w;
+        if (::close(fd->release()) != 0) return errno_error("close", opt_.stats_file);
+        return {};
     }
 
     void pressure_resume_remaining() {
@@ -424,13 +483,29 @@ int run_track(const TrackOptions& opt_in) {
     if (auto own = check_proc_matches_pid_namespace(); !own) throw FatalError(own.error().message());
     const auto argv = command_argv(opt.command);
     if (find_executable(argv[0]).empty()) {
+        // A path to something that exists but cannot run: what a shell says, with its status.
+        struct stat st {};
+        if (argv[0].find('/') != std::string::npos && ::stat(argv[0].c_str(), &st) == 0) {
+            log::error("cannot run {}: {}", argv[0], std::strerror(S_ISDIR(st.st_mode) ? EISDIR : EACCES));
+            return 126;
+        }
         log::error("command not found: {}", argv[0]);
         return 127;
     }
-    const std::string dir = prepare_output_dir(opt.output_dir);
+    const OutputDir dir = value_or_throw(OutputDir::open(opt.output_dir, true));
+    if (!opt.stats_file.empty())
+        if (auto ok = check_output_file(opt.stats_file); !ok) throw FatalError("--stats: " + ok.error().message());
     ::signal(SIGPIPE, SIG_IGN);
+    // A file size limit (RLIMIT_FSIZE) then fails the write with EFBIG, reported like a full disk,
+    // instead of killing memtrack with its command still held.
+    ::signal(SIGXFSZ, SIG_IGN);
     // The guard first of all: memtrack has no other thread yet, and no BPF object.
     StopGuard guard = value_or_throw(StopGuard::start());
+    // From here until the run's signal_set exists, a SIGINT, SIGTERM or SIGHUP waits: it then
+    // ends the run the usual way (socket removed, command told, files closed), instead of
+    // killing memtrack half set up. Threads started meanwhile inherit the mask; the command
+    // gets an empty one (ChildLauncher).
+    DeferredSignals deferred({SIGINT, SIGTERM, SIGHUP});
 
     // The socket first: a client may connect while the slow start-up below runs.
     asio::io_context io;
@@ -477,31 +552,37 @@ int run_track(const TrackOptions& opt_in) {
         child.abandon();
         throw;
     }
-    const std::string artifact_path = fmt::format("{}/{}.MemtrackArtifact.msgpack", dir, child.pid());
-    auto artifact = ZstdFileWriter::create(artifact_path);
-    if (!artifact) {
-        child.abandon();
-        throw FatalError(fmt::format("output folder not writable: {}", artifact.error().message()));
-    }
-    std::optional<ZstdFileWriter> stacks_file;
-    if (!opt.no_stacks) {
-        auto f = ZstdFileWriter::create(fmt::format("{}/{}.MemtrackStacks.msgpack", dir, child.pid()));
+    const std::string artifact_path = dir.path_of(artifact_name(child.pid()));
+    auto open_output = [&](const std::string& name) {
+        auto fd = dir.create(name);
+        auto f = fd ? ZstdFileWriter::create(std::move(fd).value(), dir.path_of(name)) : Result<ZstdFileWriter>(fd.error());
         if (!f) {
             child.abandon();
-            throw FatalError(fmt::format("output folder not writable: {}", f.error().message()));
+            throw FatalError(f.error());
         }
-        stacks_file.emplace(std::move(f).value());
+        return std::move(f).value();
+    };
+    ZstdFileWriter artifact = open_output(artifact_name(child.pid()));
+    std::optional<ZstdFileWriter> stacks_file;
+    if (!opt.no_stacks) {
+        try {
+            stacks_file.emplace(open_output(stacks_name(child.pid())));
+        } catch (...) {
+            dir.remove(artifact_name(child.pid()));  // no empty artifact left behind
+            throw;
+        }
     }
 
     std::optional<TrackRun> run;
     try {
-        run.emplace(io, opt, *bpf, std::move(artifact).value(), std::move(stacks_file), std::move(resolver), child,
+        run.emplace(io, opt, *bpf, std::move(artifact), std::move(stacks_file), std::move(resolver), child,
                     control.get(), guard);
     } catch (...) {
         child.abandon();
         throw;
     }
     log::info("start-up took {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
+    deferred.deliver();
     const int status = run->run();
     const uint64_t t1 = monotonic_ns();
     // Both done during shutdown already (detach_early); here for a run that never got that far.
@@ -510,8 +591,8 @@ int run_track(const TrackOptions& opt_in) {
     log::info("teardown took {:.1f} ms ({:.1f} ms since memtrack started)", double(monotonic_ns() - t1) / 1e6,
               double(monotonic_ns() - started_ns) / 1e6);
     if (run->exec_failed()) {
-        ::unlink(artifact_path.c_str());  // no empty artifact for a command that never ran
-        ::unlink(fmt::format("{}/{}.MemtrackStacks.msgpack", dir, child.pid()).c_str());
+        dir.remove(artifact_name(child.pid()));  // no empty artifact for a command that never ran
+        dir.remove(stacks_name(child.pid()));
         const int err = run->exec_error();
         log::error("cannot run {}: {}", argv[0], std::strerror(err));
         return err == ENOENT ? 127 : 126;

@@ -16,6 +16,9 @@ namespace {
 // 8 keys; the rest is generous room for keys a newer writer might add.
 const msgpack::unpack_limit kLimits(/*array=*/64, /*map=*/64, /*str=*/4096, /*bin=*/4096,
                                     /*ext=*/4096, /*depth=*/4);
+// An event takes under 100 bytes; this leaves the same generous room, and bounds what a value
+// that never ends can make the reader hold.
+constexpr size_t kMaxEventBytes = 64 * 1024;
 
 }  // namespace
 
@@ -40,7 +43,7 @@ Result<uint64_t> read_artifact(const std::string& path, const std::function<void
         }
         return taken;
     };
-    return msgpack_stream::read_stream(path, kLimits, {.value = "event", .file = "artifact"}, generic, fast);
+    return msgpack_stream::read_stream(path, kLimits, kMaxEventBytes, {.value = "event", .file = "artifact"}, generic, fast);
 }
 
 }  // namespace memtrack

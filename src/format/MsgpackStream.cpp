@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -87,6 +88,8 @@ std::optional<std::string> get_bool(const msgpack::object& v, std::string_view k
 
 namespace {
 
+constexpr int kWindowLogMax = 23;
+
 Error corrupt_zstd(uint64_t offset, std::string reason) {
     return Error{fmt::format("corrupt zstd stream at compressed offset {}", offset), {}, 0, std::move(reason)};
 }
@@ -100,9 +103,9 @@ bool refer_to_buffer(msgpack::type::object_type, std::size_t, void*) { return tr
 // Decompressed bytes not yet decoded, and where they sit in the decompressed stream.
 class ValueDecoder {
 public:
-    ValueDecoder(const msgpack::unpack_limit& limits, std::string_view noun, const OnValue& on_value,
-                 const FastValues& fast)
-        : limits_(limits), noun_(noun), on_value_(on_value), fast_(fast) {}
+    ValueDecoder(const msgpack::unpack_limit& limits, size_t max_value_bytes, std::string_view noun,
+                 const OnValue& on_value, const FastValues& fast, Work& work)
+        : limits_(limits), max_value_(max_value_bytes), noun_(noun), on_value_(on_value), fast_(fast), work_(work) {}
 
     // Room for `n` more decompressed bytes, right after those not yet decoded: zstd writes
     // there, so its output is decoded where it lands rather than copied into a buffer first.
@@ -111,9 +114,31 @@ public:
         return buf_.data() + filled_;
     }
 
-    // Takes the `n` bytes just written at space() and delivers every value now complete.
+    // Takes the `n` bytes just written at space() and delivers every value now complete, except
+    // that a value already found incomplete is tried again only once its bytes have doubled (or
+    // passed the bound): re-parsing it from its start at every chunk would be quadratic in its size.
     std::optional<Error> feed(size_t n) {
         filled_ += n;
+        work_.max_pending = std::max(work_.max_pending, filled_);
+        if (filled_ < retry_at_) return std::nullopt;
+        return decode();
+    }
+
+    // At the end of the stream, or before reporting a problem of the stream itself: delivers
+    // what is complete, whatever retry_at_ says.
+    std::optional<Error> drain() { return filled_ == 0 ? std::nullopt : decode(); }
+
+    // Bytes left over at the end of the stream: the start of a value that never ended.
+    std::optional<Error> finish() const {
+        if (filled_ == 0) return std::nullopt;
+        return corrupt(base_, fmt::format("value cut short by the end of the stream ({} bytes left)", filled_));
+    }
+
+    uint64_t count() const { return count_; }
+
+private:
+    std::optional<Error> decode() {
+        retry_at_ = 0;
         const char* data = buf_.data();
         size_t pos = 0;
         std::optional<Error> err;
@@ -126,19 +151,30 @@ public:
             }
             size_t next = pos;
             msgpack::object value;
+            // No value may claim more than max_value_ bytes, so none is parsed past that.
+            const size_t avail = std::min(filled_ - pos, max_value_ + 1);
+            work_.parsed_bytes += avail;
             try {
                 // One zone for every value, emptied before each: a fresh one per value (what
                 // msgpack::unpack without a zone makes) costs a malloc and a free per event.
                 // Strings and bins point into buf_ rather than being copied into the zone:
                 // the value is used and dropped before buf_ changes.
                 zone_.clear();
-                value = msgpack::unpack(zone_, data, filled_, next, refer_to_buffer, nullptr, limits_);
+                value = msgpack::unpack(zone_, data, pos + avail, next, refer_to_buffer, nullptr, limits_);
             } catch (const msgpack::insufficient_bytes&) {
-                // The value continues in the next decompressed chunk; parse it again from its
-                // start then. Values are small next to a chunk, so re-parsing costs little.
+                if (avail > max_value_) {
+                    err = corrupt(base_ + pos, fmt::format("value longer than {} bytes", max_value_));
+                    break;
+                }
+                // The value continues in a later chunk: try again once twice as much is here.
+                retry_at_ = 2 * (filled_ - pos);
                 break;
             } catch (const msgpack::unpack_error& ex) {
                 err = corrupt(base_ + pos, fmt::format("invalid MessagePack: {}", ex.what()));
+                break;
+            }
+            if (next - pos > max_value_) {
+                err = corrupt(base_ + pos, fmt::format("value longer than {} bytes", max_value_));
                 break;
             }
             if (auto bad = on_value_(value, base_ + pos)) {
@@ -148,49 +184,50 @@ public:
             ++count_;
             pos = next;
         }
-        // What is left is the start of one value: moved to the front, it is a few bytes.
+        // What is left is the start of one value: moved to the front.
         std::memmove(buf_.data(), buf_.data() + pos, filled_ - pos);
         filled_ -= pos;
         base_ += pos;
+        if (retry_at_ != 0) retry_at_ = std::min(retry_at_, max_value_ + 1);
         return err;
     }
 
-    // Bytes left over at the end of the stream: the start of a value that never ended.
-    std::optional<Error> finish() const {
-        if (filled_ == 0) return std::nullopt;
-        return corrupt(base_, fmt::format("value cut short by the end of the stream ({} bytes left)", filled_));
-    }
-
-    uint64_t count() const { return count_; }
-
-private:
     Error corrupt(uint64_t offset, std::string reason) const {
         return Error{fmt::format("corrupt {} at decompressed offset {}", noun_, offset), {}, 0, std::move(reason)};
     }
 
     const msgpack::unpack_limit& limits_;
+    const size_t max_value_;
     std::string_view noun_;
     const OnValue& on_value_;
     const FastValues& fast_;
+    Work& work_;
     msgpack::zone zone_;     // holds the value being delivered
     std::vector<char> buf_;  // [0, filled_): decompressed, not yet decoded
     size_t filled_ = 0;
-    uint64_t base_ = 0;  // decompressed offset of buf_[0]
+    size_t retry_at_ = 0;  // filled_ at which its unfinished first value is tried again
+    uint64_t base_ = 0;    // decompressed offset of buf_[0]
     uint64_t count_ = 0;
 };
 
 }  // namespace
 
-Result<uint64_t> read_stream(const std::string& path, const msgpack::unpack_limit& limits, const Wording& wording,
-                             const OnValue& on_value, const FastValues& fast) {
+Result<uint64_t> read_stream(const std::string& path, const msgpack::unpack_limit& limits, size_t max_value_bytes,
+                             const Wording& wording, const OnValue& on_value, const FastValues& fast, Work* work) {
     Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd.valid()) return errno_error("open", path);
     std::unique_ptr<ZSTD_DCtx, DCtxDeleter> dctx(ZSTD_createDCtx());
     if (!dctx) return Error{"ZSTD_createDCtx", path, ENOMEM, {}};
+    // A frame names the window its decoder must hold; a crafted one asks for up to 128 MiB
+    // (zstd's default bound) or more. memtrack writes with a window of at most 2 MiB (levels 3
+    // and below); 8 MiB leaves room for a file recompressed by zstd itself at a higher level.
+    if (ZSTD_isError(ZSTD_DCtx_setParameter(dctx.get(), ZSTD_d_windowLogMax, kWindowLogMax)))
+        return Error{"ZSTD_d_windowLogMax", path, EINVAL, {}};
 
     std::vector<char> in(ZSTD_DStreamInSize());
     const size_t out_size = ZSTD_DStreamOutSize();
-    ValueDecoder values(limits, wording.value, on_value, fast);
+    Work local_work;
+    ValueDecoder values(limits, max_value_bytes, wording.value, on_value, fast, work ? *work : local_work);
     uint64_t file_offset = 0;  // compressed bytes read so far
     uint64_t frame_start = 0;
     bool in_frame = false;
@@ -202,7 +239,10 @@ Result<uint64_t> read_stream(const std::string& path, const msgpack::unpack_limi
             const size_t before = input.pos;
             ZSTD_outBuffer output{values.space(out_size), out_size, 0};
             const size_t ret = ZSTD_decompressStream(dctx.get(), &output, &input);
-            if (ZSTD_isError(ret)) return corrupt_zstd(input_offset + input.pos, ZSTD_getErrorName(ret));
+            if (ZSTD_isError(ret)) {
+                if (auto err = values.drain()) return err;  // a bad value before the bad block comes first
+                return corrupt_zstd(input_offset + input.pos, ZSTD_getErrorName(ret));
+            }
             if (!in_frame && input.pos > before) {
                 in_frame = true;
                 frame_start = input_offset + before;
@@ -233,10 +273,12 @@ Result<uint64_t> read_stream(const std::string& path, const msgpack::unpack_limi
     if (in_frame) {
         ZSTD_inBuffer none{nullptr, 0, 0};
         if (auto err = decompress(none, file_offset)) return *err;
+        if (auto err = values.drain()) return *err;
         return Error{fmt::format("truncated {}: unfinished zstd frame at compressed offset {}", wording.file,
                                  frame_start),
                      {}, 0, fmt::format("file ends at byte {}", file_offset)};
     }
+    if (auto err = values.drain()) return *err;
     if (auto err = values.finish()) return *err;
     return values.count();
 }

@@ -59,22 +59,32 @@ struct Taken {
 };
 using FastValues = std::function<Taken(const char* data, size_t len)>;
 
+// What reading a stream cost, for the tests that hold the reader to linear work and bounded
+// memory on crafted input.
+struct Work {
+    uint64_t parsed_bytes = 0;  // bytes handed to msgpack-cxx, counting each re-parse
+    size_t max_pending = 0;     // most decompressed bytes held at once
+};
+
 // Streams the zstd file at `path` (any number of frames), decoding the MessagePack values in
 // it one after another under `limits` and passing each to `on_value`, and returns how many
-// were accepted. Memory stays bounded by zstd's window plus one value, whatever the size.
+// were accepted. A value may take at most `max_value_bytes` of the stream: memory stays bounded
+// by zstd's window plus that, whatever the file. A value that arrives in pieces is parsed again
+// only once the bytes held for it have doubled, so the work stays linear in its size.
 //
 // On a problem the values before it have already been delivered, and the Error's message()
 // says where, with `wording` filled in:
 //   "corrupt <value> at decompressed offset N: <reason>"
-//     (reason: on_value's, "invalid MessagePack: ...", or "value cut short by the end of the
-//     stream (K bytes left)")
+//     (reason: on_value's, "invalid MessagePack: ...", "value cut short by the end of the
+//     stream (K bytes left)", or "value longer than M bytes")
 //   "corrupt zstd stream at compressed offset N: <zstd's reason>"
 //   "truncated <file>: unfinished zstd frame at compressed offset N: file ends at byte M"
 //     (N is where that frame starts)
 //   "empty <file> (0 bytes)"
 // and open/read failures carry their errno.
-// `fast`, when set, is tried first at every value (FastValues).
-Result<uint64_t> read_stream(const std::string& path, const msgpack::unpack_limit& limits, const Wording& wording,
-                             const OnValue& on_value, const FastValues& fast = {});
+// `fast`, when set, is tried first at every value (FastValues). `work`, when set, is filled in.
+Result<uint64_t> read_stream(const std::string& path, const msgpack::unpack_limit& limits, size_t max_value_bytes,
+                             const Wording& wording, const OnValue& on_value, const FastValues& fast = {},
+                             Work* work = nullptr);
 
 }  // namespace memtrack::msgpack_stream

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <msgpack.hpp>
 
+#include "bpf/record.h"
 #include "format/MsgpackStream.hpp"
 
 namespace memtrack {
@@ -21,10 +22,16 @@ using msgpack_stream::get_u64;
 using msgpack_stream::type_name;
 
 // msgpack allocates an array's slots when it reads the header, so these bound what a corrupt
-// header can make it allocate. Real stacks are at most a few hundred frames once inlined frames
-// are added; C++ names can be long, but not a mebibyte.
-const msgpack::unpack_limit kLimits(/*array=*/8192, /*map=*/64, /*str=*/1 << 20, /*bin=*/4096,
+// header can make it allocate. A stack holds at most MT_MAX_FRAMES captured addresses (the most
+// --max-frames allows), each of which becomes one frame plus the calls inlined there; C++ names
+// can be long, but not a mebibyte.
+constexpr uint32_t kMaxInlinedPerAddress = 63;
+constexpr uint32_t kMaxStackFrames = MT_MAX_FRAMES * (1 + kMaxInlinedPerAddress);
+const msgpack::unpack_limit kLimits(/*array=*/kMaxStackFrames, /*map=*/64, /*str=*/1 << 20, /*bin=*/4096,
                                     /*ext=*/4096, /*depth=*/8);
+// What one stack may take in the file: far above a real one (a few KiB to a few hundred), and
+// the most a stack that never ends makes the reader hold.
+constexpr size_t kMaxStackBytes = 16 << 20;
 
 // Calls `on_key(index, value)` for each key of map `o` found in `names`; unknown keys are
 // skipped, duplicates and non-string keys rejected. `seen` says which keys were there.
@@ -71,6 +78,26 @@ std::optional<std::string> to_frame(const msgpack::object& o, Frame& f) {
     return std::nullopt;
 }
 
+// A stack's frames, held to what a captured stack can be: at most MT_MAX_FRAMES addresses (frames
+// that are not inlined), each with at most kMaxInlinedPerAddress inlined calls before it.
+std::optional<std::string> to_frames(const msgpack::object& v, std::vector<Frame>& frames) {
+    frames.resize(v.via.array.size);
+    uint32_t addresses = 0;
+    uint32_t inlined_run = 0;
+    for (uint32_t i = 0; i < v.via.array.size; ++i) {
+        if (auto why = to_frame(v.via.array.ptr[i], frames[i])) return fmt::format("frame {}: {}", i, *why);
+        if (frames[i].inlined) {
+            if (++inlined_run > kMaxInlinedPerAddress)
+                return fmt::format("frame {}: more than {} inlined frames at one address", i, kMaxInlinedPerAddress);
+            continue;
+        }
+        inlined_run = 0;
+        if (++addresses > MT_MAX_FRAMES)
+            return fmt::format("frame {}: more than {} addresses, the most a captured stack holds", i, MT_MAX_FRAMES);
+    }
+    return std::nullopt;
+}
+
 enum StackKey { kHash, kPid, kFrames, kStackKeyCount };
 constexpr std::array<std::string_view, kStackKeyCount> kStackKeys{"hash", "pid", "frames"};
 
@@ -90,11 +117,7 @@ std::optional<std::string> to_stack(const msgpack::object& o, Stack& s) {
             case kFrames:
                 if (v.type != msgpack::type::ARRAY)
                     return fmt::format("key 'frames': expected array, found {}", type_name(v.type));
-                s.frames.resize(v.via.array.size);
-                for (uint32_t i = 0; i < v.via.array.size; ++i)
-                    if (auto why = to_frame(v.via.array.ptr[i], s.frames[i]))
-                        return fmt::format("frame {}: {}", i, *why);
-                return std::nullopt;
+                return to_frames(v, s.frames);
             case kStackKeyCount: break;
         }
         return std::nullopt;
@@ -106,12 +129,6 @@ std::optional<std::string> to_stack(const msgpack::object& o, Stack& s) {
 }
 
 }  // namespace
-
-std::string stacks_path_for(const std::string& artifact) {
-    constexpr std::string_view kArtifact = ".MemtrackArtifact.msgpack";
-    if (!artifact.ends_with(kArtifact)) return {};
-    return artifact.substr(0, artifact.size() - kArtifact.size()) + ".MemtrackStacks.msgpack";
-}
 
 void encode_stack(uint64_t hash, int32_t pid, const std::vector<Frame>& frames, std::string& out) {
     using msgpack_stream::pack_string;
@@ -149,7 +166,7 @@ void encode_stack(uint64_t hash, int32_t pid, const std::vector<Frame>& frames, 
 
 Result<uint64_t> read_stacks(const std::string& path,
                              const std::function<void(uint64_t, int32_t, std::vector<Frame>&&)>& on_stack) {
-    return msgpack_stream::read_stream(path, kLimits, {.value = "stack", .file = "stacks file"},
+    return msgpack_stream::read_stream(path, kLimits, kMaxStackBytes, {.value = "stack", .file = "stacks file"},
                                        [&](const msgpack::object& o, uint64_t) -> std::optional<std::string> {
                                            Stack s;
                                            if (auto bad = to_stack(o, s)) return bad;

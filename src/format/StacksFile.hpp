@@ -29,10 +29,6 @@ struct Frame {
     bool operator==(const Frame&) const = default;
 };
 
-// The stacks file beside an artifact: <prefix>.MemtrackArtifact.msgpack ->
-// <prefix>.MemtrackStacks.msgpack; empty when `artifact` is not so named.
-std::string stacks_path_for(const std::string& artifact);
-
 // Appends one stack to `out` as a MessagePack map: {"hash", "pid", "frames": [frame maps]},
 // frames innermost first, every frame with all seven keys.
 void encode_stack(uint64_t hash, int32_t pid, const std::vector<Frame>& frames, std::string& out);

@@ -1,5 +1,7 @@
 #include "format/ZstdFileWriter.hpp"
 
+#include "core/OutputFiles.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -23,6 +25,12 @@ ZstdFileWriter::ZstdFileWriter(std::string path, Fd fd, std::unique_ptr<ZSTD_CCt
       out_cap_(ZSTD_CStreamOutSize()) {}
 
 Result<ZstdFileWriter> ZstdFileWriter::create(const std::string& path, int level) {
+    auto fd = open_output_file(path);
+    if (!fd) return fd.error();
+    return create(std::move(fd).value(), path, level);
+}
+
+Result<ZstdFileWriter> ZstdFileWriter::create(Fd fd, const std::string& path, int level) {
     std::unique_ptr<ZSTD_CCtx, CCtxDeleter> cctx(ZSTD_createCCtx());
     if (!cctx) return Error{"ZSTD_createCCtx", path, ENOMEM, {}};
     size_t rc = ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_compressionLevel, level);
@@ -30,10 +38,6 @@ Result<ZstdFileWriter> ZstdFileWriter::create(const std::string& path, int level
     // A frame checksum lets `memtrack dump` tell a damaged file from a merely odd one.
     rc = ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_checksumFlag, 1);
     if (ZSTD_isError(rc)) return zstd_error("ZSTD_c_checksumFlag", path, rc);
-
-    // Opened only once the context exists, so a failure above leaves no empty file behind.
-    Fd fd(::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644));
-    if (!fd.valid()) return errno_error("open", path);
     return ZstdFileWriter(path, std::move(fd), std::move(cctx));
 }
 

@@ -22,8 +22,10 @@ public:
     // standard zstd stream: any reader decodes it.
     static constexpr int kDefaultLevel = -2;
 
-    // Creates or truncates `path` (mode 0644).
+    // Creates `path`, or truncates it when it may be reused (open_output_file, OutputFiles.hpp).
     static Result<ZstdFileWriter> create(const std::string& path, int level = kDefaultLevel);
+    // Writes into `fd`, opened by OutputDir::create; `path` names it in errors.
+    static Result<ZstdFileWriter> create(Fd fd, const std::string& path, int level = kDefaultLevel);
 
     ZstdFileWriter(ZstdFileWriter&&) noexcept = default;
     ZstdFileWriter& operator=(ZstdFileWriter&&) noexcept = default;

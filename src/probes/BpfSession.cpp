@@ -88,16 +88,12 @@ void require_bpf_privileges() {
 
 std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
     libbpf_set_print(libbpf_print);
-    const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
-    for (uint64_t bytes : {cfg.ring_bytes, cfg.stack_ring_bytes})
-        if (bytes < page || (bytes & (bytes - 1)) != 0 || bytes > (1ull << 31))
-            throw FatalError(fmt::format("ring size {} is not a power of two between {} and 2 GiB", bytes, page));
+    // The configuration was checked with the other options, before anything was created
+    // (check_options in TrackCommand.cpp).
     std::unique_ptr<BpfSession> s(new BpfSession(cfg));
     s->skel_ = memtrack_bpf__open();
     if (!s->skel_) fail("open", errno);
 
-    if (cfg.max_frames < 1 || cfg.max_frames > MT_MAX_FRAMES)
-        throw FatalError(fmt::format("--max-frames must be in 1..{}", MT_MAX_FRAMES));
     if (bpf_map__set_max_entries(s->skel_->maps.events, uint32_t(cfg.ring_bytes)) != 0)
         fail("ring resize", errno);
     if (bpf_map__set_max_entries(s->skel_->maps.stacks, uint32_t(cfg.stack_ring_bytes)) != 0)

@@ -60,7 +60,7 @@ Result<HeldChild> HeldChild::spawn(const std::vector<std::string>& argv) {
         sigset_t none;
         sigemptyset(&none);
         ::sigprocmask(SIG_SETMASK, &none, nullptr);
-        for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::signal(sig, SIG_DFL);
+        for (int sig : {SIGPIPE, SIGXFSZ, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::signal(sig, SIG_DFL);
         char byte;
         ssize_t n;
         do n = ::read(go[0], &byte, 1);

@@ -5,6 +5,7 @@
 #include <array>
 #include <optional>
 
+#include "core/OutputFiles.hpp"
 #include "format/ArtifactReader.hpp"
 #include "report/Progress.hpp"
 

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -279,6 +280,26 @@ TEST_CASE("control: ping echoes the id, whatever its type") {
     CHECK(r.at("id") == json::value(3));
 }
 
+TEST_CASE("control: an id is echoed as the client wrote it; a key given twice is an error") {
+    Fixture fx;
+    Client c(fx.path);
+    // Raw lines: a JSON library would print the first as Infinity and round the second.
+    c.send("{\"cmd\":\"ping\",\"id\":1e400}\n");
+    CHECK(c.line().value_or("") == "{\"ok\":true,\"id\":1e400,\"protocol\":1,\"version\":\"" MEMTRACK_VERSION "\"}");
+    c.send("{\"id\":123456789012345678901234567890,\"cmd\":\"nope\"}\n");
+    const std::string unknown = c.line().value_or("");
+    CHECK(unknown.starts_with("{\"ok\":false,\"id\":123456789012345678901234567890,\"error\":\"unknown command"));
+    c.send("{\"cmd\":\"ping\",\"id\": [1, 2.50] }\n");
+    CHECK(c.line().value_or("").starts_with("{\"ok\":true,\"id\":[1, 2.50],"));
+
+    auto r = c.request(R"({"cmd":"enable","cmd":"disable","id":5})");
+    check_error(r, "duplicate key \"cmd\"");
+    r = c.request(R"({"id":{"a":1,"\u0061":2},"cmd":"ping"})");
+    check_error(r, "duplicate key \"a\"");
+    CHECK(fx.calls->recording.empty());
+    check_ping(c);
+}
+
 TEST_CASE("control: the socket file is mode 0600 and goes away at stop(), which is idempotent") {
     Fixture fx;
     struct stat st {};
@@ -293,6 +314,62 @@ TEST_CASE("control: the socket file is mode 0600 and goes away at stop(), which 
     CHECK(c.at_eof());  // the open connection is closed too
     fx.control->stop();
     fx.control.reset();  // and the destructor after stop() is harmless
+}
+
+// The rename-and-symlink race on the socket path, made deterministic: this test binary's own
+// chmod() (it interposes libc's for every caller in the process) performs the attacker's swap
+// when it is asked to change the path under attack, then does what was asked. A Control that
+// changed the socket's mode by name after bind() would change the victim's instead.
+namespace {
+std::mutex g_race_mu;
+std::string g_race_path;    // the socket path under attack; empty: no attack
+std::string g_race_victim;  // what the path is swapped for
+int g_race_chmods = 0;      // chmod() calls on the path under attack
+}  // namespace
+
+extern "C" int chmod(const char* path, mode_t mode) {
+    {
+        std::lock_guard lock(g_race_mu);
+        if (!g_race_path.empty() && g_race_path == path) {
+            ++g_race_chmods;
+            ::rename(path, (g_race_path + ".moved").c_str());
+            ::symlink(g_race_victim.c_str(), path);
+        }
+    }
+    return int(::syscall(SYS_fchmodat, AT_FDCWD, path, mode));
+}
+
+TEST_CASE("control: the socket's mode is set before bind and its path is never chmod()ed") {
+    TempDir dir;
+    const std::string victim = dir / "victim";
+    { std::ofstream(victim) << "root's file\n"; }
+    REQUIRE(::syscall(SYS_fchmodat, AT_FDCWD, victim.c_str(), 0644) == 0);
+    const std::string path = dir / "ctl.sock";
+    {
+        std::lock_guard lock(g_race_mu);
+        g_race_path = path;
+        g_race_victim = victim;
+        g_race_chmods = 0;
+    }
+    const mode_t old_umask = ::umask(0);  // the socket must not rely on the umask for its mode
+    IoThreads io;
+    auto c = Control::bind(io.io, path);
+    ::umask(old_umask);
+    {
+        std::lock_guard lock(g_race_mu);
+        g_race_path.clear();
+        CHECK(g_race_chmods == 0);
+    }
+    REQUIRE_MESSAGE(c.ok(), (c.ok() ? "" : c.error().message()));
+    struct stat st {};
+    REQUIRE(::stat(victim.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0644);
+    REQUIRE(::lstat(path.c_str(), &st) == 0);
+    CHECK(S_ISSOCK(st.st_mode));
+    CHECK((st.st_mode & 0777) == 0600);
+    c.value()->stop();
+    CHECK_FALSE(exists(path));
+    CHECK(io.finish());
 }
 
 TEST_CASE("control: the destructor alone cleans up") {

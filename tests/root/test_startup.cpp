@@ -1,0 +1,102 @@
+// memtrack's start and end as a user meets them: options checked before anything exists, a
+// command that cannot run, a signal during start-up, requests after shutdown.
+#include <doctest/doctest.h>
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "Events.hpp"
+#include "core/Fd.hpp"
+
+using namespace memtrack::roottest;
+
+namespace {
+
+bool exists(const std::string& path) {
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("startup: a directory or a file without execute permission exits 126, as a shell does") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    const std::string plain = dir / "plain";
+    write_file(plain, "echo hi\n");
+    for (const std::string& cmd : {dir.path(), plain}) {
+        CAPTURE(cmd);
+        RunResult r = track_raw(dir, {"--", cmd});
+        CHECK_MESSAGE(r.status == 126, "memtrack ", r.describe());
+        CHECK_MESSAGE(is_one_line(r.err), r.err);
+        CHECK(r.err.find(cmd) != std::string::npos);
+    }
+}
+
+TEST_CASE("startup: an out-of-range option is one line and leaves no socket behind") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    const std::string sock = dir / "ctl.sock";
+    for (const std::string& opt : {std::string("--chunk-records=2147483648"), std::string("--threads=100000"),
+                                   std::string("--max-frames=500"), std::string("--ring-size=3000")}) {
+        CAPTURE(opt);
+        RunResult r = track_raw(dir, {opt, "--socket", sock, "--", "/bin/true"});
+        CHECK_FALSE(r.signaled);
+        CHECK_MESSAGE(r.status == 1, "memtrack ", r.describe());
+        CHECK_MESSAGE(is_one_line(r.err), r.err);
+        CHECK_FALSE(exists(sock));
+    }
+}
+
+TEST_CASE("startup: a SIGTERM during start-up ends the run the usual way, socket removed") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    const std::string sock = dir / "ctl.sock";
+    // 50 ms in, memtrack has its socket and is loading its BPF programs.
+    const std::string script = "\"$0\" track --no-summary --socket " + sock + " -o " + (dir / "out") +
+                               " -- /bin/sleep 5 & p=$!; sleep 0.05; kill -TERM $p; wait $p; echo status=$?";
+    RunResult r = run({"/bin/bash", "-c", script, memtrack_bin()});
+    CHECK_MESSAGE(r.out == "status=143\n", r.describe(), " ", r.out);
+    CHECK_FALSE(exists(sock));
+    CHECK_FALSE(r.strays);
+}
+
+TEST_CASE("startup: requests after shutdown are refused") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    const std::string sock = dir / "ctl.sock";
+    // The client waits until memtrack answers `stats` (its run exists), then pipelines shutdown
+    // and enable on one connection: enable arrives after shutdown.
+    const std::string client_py = dir / "client.py";
+    write_file(client_py, R"(import json, socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+for i in range(3000):
+    try:
+        s.connect(sys.argv[1])
+        break
+    except OSError:
+        time.sleep(0.01)
+f = s.makefile("rw")
+for i in range(3000):
+    f.write('{"cmd":"stats"}\n')
+    f.flush()
+    if json.loads(f.readline())["ok"]:
+        break
+    time.sleep(0.01)
+f.write('{"cmd":"shutdown","id":1}\n{"cmd":"enable","id":2}\n')
+f.flush()
+sys.stdout.write(f.readline() + f.readline())
+)");
+    const std::string client = "python3 " + client_py + " " + sock;
+    const std::string script = "\"$0\" track --no-summary --socket " + sock + " -o " + (dir / "out") +
+                               " -- /bin/sleep 3 >/dev/null & p=$!; " + client + "; wait $p; echo status=$?";
+    RunResult r = run({"/bin/bash", "-c", script, memtrack_bin()});
+    const std::string enable_reply = "{\"ok\":false,\"id\":2,\"error\":\"memtrack is shutting down\"}\n";
+    CHECK_MESSAGE(r.out.find(enable_reply) != std::string::npos, r.out, r.describe());
+    CHECK_MESSAGE(r.out.find("{\"ok\":true,\"id\":1,\"records\":") == 0, r.out);
+    CHECK(r.out.ends_with("status=0\n"));
+}
