@@ -41,28 +41,6 @@ std::array<Fd, 2> high_pipe() {
     return out;
 }
 
-struct Spawn {
-    posix_spawnattr_t attr;
-    posix_spawn_file_actions_t actions;
-    Spawn() {
-        if (posix_spawnattr_init(&attr) != 0) fail("posix_spawnattr_init failed");
-        if (posix_spawn_file_actions_init(&actions) != 0) {
-            posix_spawnattr_destroy(&attr);
-            fail("posix_spawn_file_actions_init failed");
-        }
-    }
-    ~Spawn() {
-        posix_spawn_file_actions_destroy(&actions);
-        posix_spawnattr_destroy(&attr);
-    }
-    Spawn(const Spawn&) = delete;
-    Spawn& operator=(const Spawn&) = delete;
-};
-
-void check(int rc, const char* what) {
-    if (rc != 0) fail(std::string(what) + ": " + std::strerror(rc));
-}
-
 }  // namespace
 
 DevTools::DevTools(const std::string& chromium, const std::string& url) {
@@ -83,20 +61,20 @@ DevTools::DevTools(const std::string& chromium, const std::string& url) {
                                         "--remote-debugging-pipe",
                                         "about:blank"};
     {
-        Spawn s;
-        check(posix_spawn_file_actions_addopen(&s.actions, 0, "/dev/null", O_RDONLY, 0), "addopen");
-        check(posix_spawn_file_actions_addopen(&s.actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644),
+        SpawnSetup s;
+        check_spawn(posix_spawn_file_actions_addopen(&s.actions, 0, "/dev/null", O_RDONLY, 0), "addopen");
+        check_spawn(posix_spawn_file_actions_addopen(&s.actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644),
               "addopen");
-        check(posix_spawn_file_actions_adddup2(&s.actions, 1, 2), "adddup2");
-        check(posix_spawn_file_actions_adddup2(&s.actions, commands[0].get(), 3), "adddup2");
-        check(posix_spawn_file_actions_adddup2(&s.actions, replies[1].get(), 4), "adddup2");
-        check(posix_spawn_file_actions_addclosefrom_np(&s.actions, 5), "addclosefrom_np");
-        check(posix_spawnattr_setpgroup(&s.attr, 0), "setpgroup");
-        check(spawn_default_signals(s.attr, POSIX_SPAWN_SETPGROUP), "posix_spawnattr signals");
+        check_spawn(posix_spawn_file_actions_adddup2(&s.actions, 1, 2), "adddup2");
+        check_spawn(posix_spawn_file_actions_adddup2(&s.actions, commands[0].get(), 3), "adddup2");
+        check_spawn(posix_spawn_file_actions_adddup2(&s.actions, replies[1].get(), 4), "adddup2");
+        check_spawn(posix_spawn_file_actions_addclosefrom_np(&s.actions, 5), "addclosefrom_np");
+        check_spawn(posix_spawnattr_setpgroup(&s.attr, 0), "setpgroup");
+        check_spawn(spawn_default_signals(s.attr, POSIX_SPAWN_SETPGROUP), "posix_spawnattr signals");
         std::vector<char*> cargv;
         for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
         cargv.push_back(nullptr);
-        check(posix_spawn(&pid_, cargv[0], &s.actions, &s.attr, cargv.data(), environ), "posix_spawn chromium");
+        check_spawn(posix_spawn(&pid_, cargv[0], &s.actions, &s.attr, cargv.data(), environ), "posix_spawn chromium");
     }
     to_browser_ = std::move(commands[1]);
     from_browser_ = std::move(replies[0]);

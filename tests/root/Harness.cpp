@@ -57,29 +57,6 @@ std::array<Fd, 2> make_pipe() {
     return {Fd(p[0]), Fd(p[1])};
 }
 
-// posix_spawn's attribute and file-action objects, destroyed on every path.
-struct SpawnSetup {
-    posix_spawnattr_t attr;
-    posix_spawn_file_actions_t actions;
-    SpawnSetup() {
-        if (posix_spawnattr_init(&attr) != 0) throw std::runtime_error("posix_spawnattr_init failed");
-        if (posix_spawn_file_actions_init(&actions) != 0) {
-            posix_spawnattr_destroy(&attr);
-            throw std::runtime_error("posix_spawn_file_actions_init failed");
-        }
-    }
-    ~SpawnSetup() {
-        posix_spawn_file_actions_destroy(&actions);
-        posix_spawnattr_destroy(&attr);
-    }
-    SpawnSetup(const SpawnSetup&) = delete;
-    SpawnSetup& operator=(const SpawnSetup&) = delete;
-};
-
-void check_spawn(int rc, const char* what) {
-    if (rc != 0) throw std::runtime_error(std::string(what) + ": " + std::strerror(rc));
-}
-
 std::string slurp_or_empty(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     std::ostringstream ss;
@@ -297,6 +274,23 @@ TempDir::~TempDir() {
     }
     std::error_code ec;
     fs::remove_all(path_, ec);
+}
+
+SpawnSetup::SpawnSetup() {
+    if (posix_spawnattr_init(&attr) != 0) throw std::runtime_error("posix_spawnattr_init failed");
+    if (posix_spawn_file_actions_init(&actions) != 0) {
+        posix_spawnattr_destroy(&attr);
+        throw std::runtime_error("posix_spawn_file_actions_init failed");
+    }
+}
+
+SpawnSetup::~SpawnSetup() {
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+}
+
+void check_spawn(int rc, const char* what) {
+    if (rc != 0) throw std::runtime_error(std::string(what) + ": " + std::strerror(rc));
 }
 
 int spawn_default_signals(posix_spawnattr_t& attr, short extra_flags) {

@@ -79,6 +79,19 @@ private:
     std::string path_;
 };
 
+// posix_spawn's attribute and file-action objects, destroyed on every path.
+struct SpawnSetup {
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_t actions;
+    SpawnSetup();
+    ~SpawnSetup();
+    SpawnSetup(const SpawnSetup&) = delete;
+    SpawnSetup& operator=(const SpawnSetup&) = delete;
+};
+
+// Throws "what: strerror(rc)" unless rc (a posix_spawn* result) is 0.
+void check_spawn(int rc, const char* what);
+
 // Makes a posix_spawn'ed command start as from a shell: no signal blocked, every signal at its
 // default disposition; sets those flags plus `extra_flags`. Returns 0 or the first error number.
 int spawn_default_signals(posix_spawnattr_t& attr, short extra_flags);
