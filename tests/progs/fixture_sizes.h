@@ -129,4 +129,8 @@
 #define FX_DL_CALLOC_S 4003u /* 12009 */
 #define FX_DL_CALLOC (FX_DL_CALLOC_N * FX_DL_CALLOC_S)
 
+/* heap_trim: two blocks from the brk heap whose frees make glibc trim it (free -> brk). */
+#define FX_TRIM_A 100003u
+#define FX_TRIM_B 100019u
+
 #endif

@@ -190,3 +190,18 @@ TEST_CASE("allocators: a process with no allocator memtrack knows gets one warni
         ++warnings;
     CHECK_MESSAGE(warnings == 1, "stderr: ", t.result.run.err);
 }
+
+TEST_CASE("allocators: glibc's free trimming the heap with brk is no event") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    Tracked t = track_and_dump(dir, {fixture("heap_trim"), std::to_string(kRounds)});
+    CHECK_MESSAGE(t.result.run.status == 0, t.result.run.describe());
+    check_common(t);
+    const Expected expected = {{FX_TRIM_A, times("Malloc")}, {FX_TRIM_B, times("Malloc")}};
+    CHECK(show(tally_by_size(t.events, sizes_of(expected))) == show(expected));
+    Pairing p = pair_up(t.events, sizes_of(expected));
+    CHECK_MESSAGE(p.problems.empty(), p.problems_text());
+    CHECK(p.total_frees() == 2 * kRounds);
+    // Neither malloc's brk (growing) nor free's (trimming) is the program's: no Brk at all.
+    CHECK(tally(select(t.events, [](const Event& e) { return e.type == "Brk"; })) == "none");
+}
