@@ -2,7 +2,7 @@
 # memtrack's benchmarks, in one run (docs/BENCHMARKS.md shows a run and how to read it).
 #
 #   scripts/bench.sh [--overhead] [--pressure] [--drain] [--stacks] [--symbols] [--consumer] [--others]
-#                    [--report] [--reps N] [--scale F] [--system-libc] [--keep]
+#                    [--report] [--allocators] [--reps N] [--scale F] [--system-libc] [--keep]
 #
 # Sections (all of them when none is named):
 #   --overhead  each workload (flood, churn_c, churn_cxx) untracked and under memtrack (default,
@@ -26,6 +26,9 @@
 #               --system-wide-probes; and what per-process probes cost a tracked shell's forks.
 #   --report    `memtrack report` on a synthetic recording of 50 M events (bench/report_artifact):
 #               events/s and max RSS per output format.
+#   --allocators  the flood linked against glibc, jemalloc and mimalloc: net us per malloc+free pair
+#               under memtrack and at the placed trap floor of each; what holding new code until it
+#               is probed adds to a dlopen+dlclose and to an exec (bench/dlopen_loop, sh + /bin/true).
 # Options:
 #   --reps N       repetitions of every timed run; medians are reported (default 3)
 #   --scale F      multiply every workload size by F (e.g. 0.1 to try the script quickly)
@@ -75,7 +78,7 @@ ISOLATE=1
 KEEP=0
 while (($#)); do
     case "$1" in
-    --overhead | --pressure | --drain | --stacks | --symbols | --consumer | --others | --report) SECTION[${1#--}]=1 ;;
+    --overhead | --pressure | --drain | --stacks | --symbols | --consumer | --others | --report | --allocators) SECTION[${1#--}]=1 ;;
     --reps) REPS="${2:?--reps needs a number}"; shift ;;
     --scale) SCALE="${2:?--scale needs a factor}"; shift ;;
     --system-libc) ISOLATE=0 ;;
@@ -88,7 +91,7 @@ done
 [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "--reps must be a positive integer"
 [[ "$SCALE" =~ ^[0-9]*\.?[0-9]+$ ]] || die "--scale must be a positive number"
 if ((${#SECTION[@]} == 0)); then
-    for s in overhead others pressure drain stacks symbols consumer report; do SECTION[$s]=1; done
+    for s in overhead others pressure drain stacks symbols consumer report allocators; do SECTION[$s]=1; done
 fi
 on() { [[ -n "${SECTION[$1]:-}" ]]; }
 [[ $EUID -eq 0 ]] || die "needs root (memtrack, bpftrace and the trap floor load BPF programs)"
@@ -106,6 +109,8 @@ CALLSITES_N=$(scaled 100000)    # callsites: malloc+free pairs
 CONSUMER_RECORDS=$(scaled 20000000)  # records through consumer_throughput
 FORKS_N=$(scaled 200)           # a tracked shell starting /bin/true FORKS_N times
 REPORT_EVENTS=$(scaled 50000000)  # events in the recording memtrack report reads
+ALLOC_N=$(scaled 200000)        # --allocators: flood 1 ALLOC_N per allocator
+NEWCODE_N=$(scaled 200)         # --allocators: dlopen+dlclose rounds, and execs of /bin/true
 SYSCALLS_N=$(scaled 500000)     # dd bs=1 count=SYSCALLS_N beside memtrack: 2 syscalls each
 SYMBOL_ADDRS=$(scaled 100000)   # symbol_throughput: distinct addresses per pass and file
 NODE_N=$(scaled 1000000)        # the node script's objects (issue 16's command at --scale 1)
@@ -168,27 +173,26 @@ foreign_uprobe_links() {
 }
 
 # ---- the trap floor's probe lists, from memtrack's own placement log ----
-# "memtrack: probe free+0x3 at 0x98ef3: skips ..." -> entry probe at 0x98ef3 (placed) or 0x98ef0
-# (entry); allocation functions also get a return probe there, free and operator delete do not.
+# "memtrack: probe free+0x3 at 0x98ef3 in /lib/.../libc.so.6 (entry): skips ..." -> entry probe
+# at 0x98ef3 (placed) or 0x98ef0 (entry); "(entry+return)": a return probe there too.
 "$MEMTRACK" -v track -o "$WORK/out" --no-stacks -- true 2>"$WORK/log/placement.log" >/dev/null ||
     die "memtrack -v track -- true failed: $(tail -n 3 "$WORK/log/placement.log")"
-floor_args() { # placed|entry -> -e LIB:OFFS -r LIB:OFFS ... (one word per line)
-    local mode="$1" line name rel at off lib
+floor_args() { # placed|entry [LOG] -> -e LIB:OFFS -r LIB:OFFS ... (one word per line)
+    local mode="$1" log="${2:-$WORK/log/placement.log}" line rel at off lib how
     local -A seen_e=() seen_r=() e=() r=()
     while read -r line; do
-        [[ "$line" =~ probe\ ([A-Za-z0-9_]+)\+(0x[0-9a-f]+)\ at\ (0x[0-9a-f]+): ]] || continue
-        name="${BASH_REMATCH[1]}" rel="${BASH_REMATCH[2]}" at="${BASH_REMATCH[3]}"
+        [[ "$line" =~ probe\ [A-Za-z0-9_]+\+(0x[0-9a-f]+)\ at\ (0x[0-9a-f]+)\ in\ (.+)\ \((entry|entry\+return)\): ]] || continue
+        rel="${BASH_REMATCH[1]}" at="${BASH_REMATCH[2]}" lib="${BASH_REMATCH[3]}" how="${BASH_REMATCH[4]}"
         if [[ "$mode" == placed ]]; then off=$((at)); else off=$((at - rel)); fi
-        if [[ "$name" == _Z* ]]; then lib="$LIBSTDCXX"; else lib="$LIBC"; fi
         if [[ -z "${seen_e[$lib:$off]:-}" ]]; then
             seen_e[$lib:$off]=1
             e[$lib]+="${e[$lib]:+,}$(printf '0x%x' "$off")"
         fi
-        if [[ "$name" != free && "$name" != _Zd* && -z "${seen_r[$lib:$off]:-}" ]]; then
+        if [[ "$how" == entry+return && -z "${seen_r[$lib:$off]:-}" ]]; then
             seen_r[$lib:$off]=1
             r[$lib]+="${r[$lib]:+,}$(printf '0x%x' "$off")"
         fi
-    done <"$WORK/log/placement.log"
+    done <"$log"
     for lib in "${!e[@]}"; do printf -- '-e\n%s:%s\n' "$lib" "${e[$lib]}"; done
     for lib in "${!r[@]}"; do printf -- '-r\n%s:%s\n' "$lib" "${r[$lib]}"; done
 }
@@ -890,6 +894,61 @@ if on report; then
             echo "$format: CPU $(fmt "$(calc "$(median "$WORK/t/report.$format.cpu") / $(median "$WORK/t/report.base-$format.cpu")")" '%.2f')x the base's; output $same."
         done
     fi
+    end_section
+fi
+
+# ---- allocators: per-pair cost by allocator, and what probing new code adds ----
+if on allocators; then
+    begin_section "Allocators: per-pair cost, dlopen and exec"
+    echo "\`flood 1 $ALLOC_N\` ($ALLOC_N malloc+free pairs) linked against each allocator; net us per pair"
+    echo "above the untracked run, medians of $REPS runs; the floor: empty BPF programs at memtrack's placed"
+    echo "offsets for that binary (from its -v placement log)."
+    echo
+    echo "| allocator | untracked (s) | memtrack --no-stacks us/pair | memtrack us/pair | placed floor us/pair | --no-stacks / floor |"
+    echo "|-----------|--------------:|-----------------------------:|-----------------:|---------------------:|--------------------:|"
+    saved_floor=("${FLOOR_PLACED[@]}")
+    for alloc in glibc jemalloc mimalloc; do
+        exe="$BIN/flood"
+        [[ "$alloc" == glibc ]] || exe="$BIN/flood_$alloc"
+        if [[ ! -x "$exe" ]]; then
+            echo "| $alloc | not built (scripts/deps.sh installs lib$alloc-dev) | | | | |"
+            continue
+        fi
+        "$MEMTRACK" -v track -o "$WORK/out" --no-stacks -- "$exe" 1 2 2>"$WORK/log/placement.$alloc.log" >/dev/null || true
+        rm -rf "$WORK/out" && mkdir -p "$WORK/out"
+        mapfile -t FLOOR_PLACED < <(floor_args placed "$WORK/log/placement.$alloc.log")
+        for ((REP = 1; REP <= REPS; REP++)); do
+            for tool in untracked memtrack-nostacks memtrack floor; do run "$tool" "alloc.$alloc.$tool" "$exe" 1 "$ALLOC_N"; done
+        done
+        u=$(median "$WORK/t/alloc.$alloc.untracked")
+        per() { calc "($(median "$WORK/t/alloc.$alloc.$1") - $u) / $ALLOC_N * 1e6"; }
+        ns=$(per memtrack-nostacks) st=$(per memtrack) fl=$(per floor)
+        printf '| %s | %s | %s | %s | %s | %s |\n' "$alloc" "$(fmt "$u" '%.3f')" "$(fmt "$ns" '%.2f')" "$(fmt "$st" '%.2f')" \
+            "$(fmt "$fl" '%.2f')" "$(fmt "$(calc "$ns / $fl")" '%.2f')"
+    done
+    FLOOR_PLACED=("${saved_floor[@]}")
+    echo
+    # New code held until probed: dlopen+dlclose of libmimalloc (or libz) and exec of /bin/true.
+    lib=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2
+    [[ -e "$lib" ]] || lib=/lib/x86_64-linux-gnu/libz.so.1
+    for ((REP = 1; REP <= REPS; REP++)); do
+        for tool in untracked memtrack-nostacks; do
+            run "$tool" "newcode.dlopen.$tool" "$BIN/dlopen_loop" "$NEWCODE_N" "$lib"
+            run "$tool" "newcode.exec.$tool" sh -c "i=0; while [ \$i -lt $NEWCODE_N ]; do /bin/true; i=\$((i + 1)); done"
+        done
+    done
+    echo "New code held until probed (MODULE pauses), memtrack --no-stacks, medians of $REPS runs:"
+    echo
+    echo "| workload | untracked (s) | memtrack (s) | ms per round above untracked | new_code_held_ms (stats) |"
+    echo "|----------|--------------:|-------------:|-----------------------------:|--------------------------|"
+    for w in dlopen exec; do
+        u=$(median "$WORK/t/newcode.$w.untracked") m=$(median "$WORK/t/newcode.$w.memtrack-nostacks")
+        held=$(jq -c '.new_code_held_ms' "$WORK/stats/newcode.$w.memtrack-nostacks__r$REPS.json" 2>/dev/null || echo n/a)
+        printf '| %s x %s | %s | %s | %s | %s |\n' "$w" "$NEWCODE_N" "$(fmt "$u" '%.3f')" "$(fmt "$m" '%.3f')" \
+            "$(fmt "$(calc "($m - $u) / $NEWCODE_N * 1e3")" '%.3f')" "$held"
+    done
+    echo
+    echo "(dlopen: dlopen($lib) + dlclose per round; exec: sh forking and exec'ing /bin/true per round.)"
     end_section
 fi
 

@@ -19,6 +19,7 @@ memtrack_deps() (
         libbpf-dev bpftool clang libelf-dev libboost1.81-dev libfmt-dev doctest-dev
         libcli11-dev libzstd-dev libdw-dev meson ninja-build pkg-config libcapstone-dev g++
         protobuf-compiler libprotobuf-dev zlib1g-dev golang-go chromium libiberty-dev nodejs
+        libjemalloc-dev libmimalloc-dev libtcmalloc-minimal4 libc6-dbg
         libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer and the sanitizers for clang
     )
 

@@ -16,6 +16,7 @@
 #include "core/Clock.hpp"
 #include "core/Log.hpp"
 #include "probes/BpfSession.hpp"
+#include "probes/MappedObjects.hpp"
 #include "bpf/hold.h"
 #include "process/ProcessHolds.hpp"
 #include "process/ProcessSignal.hpp"
@@ -49,16 +50,37 @@ ProcessLinks::ProcessLinks(asio::io_context& io, BpfSession& bpf, ProcessHolds& 
 
 ProcessLinks::~ProcessLinks() { close_all(); }
 
-Result<void> ProcessLinks::attach_now(pid_t pid) { return attach_process(pid, 0); }
+Result<void> ProcessLinks::attach_now(pid_t pid) { return attach_process(pid, 0, bpf_.startup_objects()); }
 
 void ProcessLinks::attach(pid_t pid, std::function<void(Result<void>)> done) {
-    asio::post(strand_, [this, pid, done = std::move(done)] { done(attach_process(pid, 0)); });
+    asio::post(strand_, [this, pid, done = std::move(done)] {
+        auto objects = discover(pid);
+        done(objects ? attach_process(pid, 0, *objects) : Result<void>(objects.error()));
+    });
 }
 
-Result<void> ProcessLinks::attach_process(pid_t pid, uint64_t start_boottime) {
+Result<std::vector<ProbedObject>> ProcessLinks::discover(pid_t pid) {
+    auto mapped = executable_objects(pid);
+    if (!mapped) return mapped.error();
+    std::vector<ProbedObject> out;
+    for (const MappedObject& m : *mapped) {
+        ProbedObject o = bpf_.object_probes(m);
+        if (!o.probes->empty()) out.push_back(std::move(o));
+    }
+    return out;
+}
+
+void ProcessLinks::note_probed(pid_t pid, const ProbedObject& o) {
+    if (!probed_.insert({o.object.dev, o.object.ino}).second) return;
+    stats_.on_object_probed(o.probes->kinds);
+    log::info("process {}: probing {} ({}, {} probes)", pid, o.object.path, o.probes->kinds_text(),
+              o.probes->entry.offsets.size());
+}
+
+Result<void> ProcessLinks::attach_process(pid_t pid, uint64_t start_boottime, const std::vector<ProbedObject>& objects) {
     if (processes_.count(pid)) return {};
     const uint64_t t0 = monotonic_ns();
-    if (processes_.size() >= kMaxOwnLinked) return use_shared(t0);
+    if (processes_.size() >= kMaxOwnLinked) return use_shared(t0, objects);
     // The pidfd first: it pins the process we check, and tells us when it exits.
     Fd pidfd;
     if (start_boottime) {
@@ -70,19 +92,24 @@ Result<void> ProcessLinks::attach_process(pid_t pid, uint64_t start_boottime) {
         pidfd.reset(int(::syscall(SYS_pidfd_open, pid, 0)));
         if (!pidfd.valid()) return errno_error("pidfd_open", std::to_string(pid));
     }
-    auto links = bpf_.attach_process_probes(pid);
-    if (!links) {
-        log::error("probes of its own for process {}: {}; using the shared ones", pid, links.error().message());
-        return use_shared(t0);
+    Process p;
+    for (const ProbedObject& o : objects) {
+        auto links = bpf_.attach_object(pid, o);
+        if (!links) {
+            closer_.close(std::move(p.links));
+            log::error("probes of its own for process {}: {}; using the shared ones", pid, links.error().message());
+            return use_shared(t0, objects);
+        }
+        for (auto& l : *links) p.links.push_back(std::move(l));
+        p.objects.emplace(ObjectKey{o.object.dev, o.object.ino}, o);
     }
     if (auto r = bpf_.track_own(pid); !r) {
         // Still marked shared: the shared links serve it, its own would record it twice.
-        closer_.close(std::move(links).value());
+        closer_.close(std::move(p.links));
         log::error("probes of its own for process {}: {}; using the shared ones", pid, r.error().message());
-        return use_shared(t0);
+        return use_shared(t0, objects);
     }
-    Process p;
-    p.links = std::move(links).value();
+    for (const ProbedObject& o : objects) note_probed(pid, o);
     p.exit_watch = std::make_unique<asio::posix::stream_descriptor>(strand_, pidfd.release());
     p.exit_watch->async_wait(asio::posix::stream_descriptor::wait_read, [this, pid](boost::system::error_code ec) {
         if (!ec) on_exit(pid);
@@ -93,8 +120,12 @@ Result<void> ProcessLinks::attach_process(pid_t pid, uint64_t start_boottime) {
 }
 
 // The process keeps the `tracked` mark BPF gave it at fork (or track() gave it): shared.
-Result<void> ProcessLinks::use_shared(uint64_t t0) {
+Result<void> ProcessLinks::use_shared(uint64_t t0, const std::vector<ProbedObject>& objects) {
     if (auto r = bpf_.attach_shared_probes(); !r) return r.error();
+    for (const ProbedObject& o : objects) {
+        if (auto r = bpf_.attach_shared(o); !r) return r.error();
+        note_probed(0, o);
+    }
     stats_.on_shared_probes(monotonic_ns() - t0);
     return {};
 }
@@ -136,7 +167,7 @@ void ProcessLinks::close_all() {
 int ProcessLinks::on_spawn_record(void* ctx, void* data, size_t size) {
     if (size < sizeof(mt_spawn)) return 0;
     const auto* s = static_cast<const mt_spawn*>(data);
-    static_cast<ProcessLinks*>(ctx)->pending_.emplace_back(s->pid, s->start_boottime);
+    static_cast<ProcessLinks*>(ctx)->pending_.push_back({s->pid, s->parent, s->hold, s->source, s->start_boottime});
     return 0;
 }
 
@@ -161,25 +192,40 @@ void ProcessLinks::on_spawns() {
     pending_.clear();
     if (int n = ring_buffer__consume(spawns_.get()); n < 0)
         log::error("spawns ring: {}", std::strerror(-n));
-    for (auto [pid, start] : pending_) release_spawned(pid, start);
+    for (const Notice& n : pending_) {
+        if (n.hold == MT_HOLD_MODULE) release_new_code(n.pid, n.source);
+        else release_spawned(n.pid, n.start_boottime, n.parent);
+    }
     pending_.clear();
 }
 
-// New processes the ring had no room to announce: still held for their probes. One whose
+// Processes the ring had no room to announce: still held for their probes. A new process whose
 // release was asked already (its notice came) may still look held: it is not handled twice.
 void ProcessLinks::scan_held() {
     const std::vector<uint32_t> held = holds_.held_for(MT_HOLD_SPAWN);
     std::erase_if(releasing_, [&](const auto& r) { return std::find(held.begin(), held.end(), r.first) == held.end(); });
     for (uint32_t pid : held)
         if (auto h = holds_.entry(pid); h && !releasing_.count({pid, h->start_boottime}))
-            release_spawned(pid, h->start_boottime);
+            release_spawned(pid, h->start_boottime, 0);
+    for (uint32_t pid : holds_.held_for(MT_HOLD_MODULE)) release_new_code(pid, 0);
 }
 
-void ProcessLinks::release_spawned(uint32_t pid, uint64_t start_boottime) {
+void ProcessLinks::release_spawned(uint32_t pid, uint64_t start_boottime, uint32_t parent) {
     if (!releasing_.emplace(pid, start_boottime).second) return;  // its notice and the scan both found it
-    if (auto r = attach_process(pid_t(pid), start_boottime); !r) {
+    // A forked child maps what its parent maps: the parent's objects, without reading its maps.
+    Result<void> r;
+    if (auto it = processes_.find(pid_t(parent)); it != processes_.end()) {
+        std::vector<ProbedObject> objects;
+        for (const auto& [key, o] : it->second.objects) objects.push_back(o);
+        r = attach_process(pid_t(pid), start_boottime, objects);
+    } else if (auto objects = discover(pid_t(pid)); objects) {
+        r = attach_process(pid_t(pid), start_boottime, *objects);
+    } else {
+        r = objects.error();
+    }
+    if (!r) {
         // It runs unrecorded rather than stays stopped; an exit in between is not an error.
-        if (r.error().err != ESRCH) {
+        if (r.error().err != ESRCH && r.error().err != ENOENT) {
             stats_.on_process_probe_error();
             log::error("probes for new process {}: {}", pid, r.error().message());
         }
@@ -187,11 +233,63 @@ void ProcessLinks::release_spawned(uint32_t pid, uint64_t start_boottime) {
     holds_.release(pid, MT_HOLD_SPAWN);
 }
 
+// New code in pid (held): every object it now maps is probed before the process goes on.
+void ProcessLinks::release_new_code(uint32_t pid, uint32_t source) {
+    auto objects = discover(pid_t(pid));
+    if (!objects) {
+        if (objects.error().err != ESRCH && objects.error().err != ENOENT) {
+            stats_.on_process_probe_error();
+            log::error("new code in process {}: {}", pid, objects.error().message());
+        }
+        holds_.release(pid, MT_HOLD_MODULE);
+        return;
+    }
+    auto own = processes_.find(pid_t(pid));
+    bool allocator = false, loader = false;
+    for (const ProbedObject& o : *objects) {
+        allocator = allocator || std::any_of(o.probes->kinds.begin(), o.probes->kinds.end(), allocates);
+        loader = loader || o.probes->has(AllocatorKind::Loader);
+        Result<void> r;
+        if (own == processes_.end()) {
+            r = bpf_.attach_shared(o);
+        } else if (!own->second.objects.count({o.object.dev, o.object.ino})) {
+            auto links = bpf_.attach_object(pid_t(pid), o);
+            if (links) {
+                for (auto& l : *links) own->second.links.push_back(std::move(l));
+                own->second.objects.emplace(ObjectKey{o.object.dev, o.object.ino}, o);
+            } else {
+                r = links.error();
+            }
+        }
+        if (r) {
+            note_probed(pid_t(pid), o);
+        } else {
+            stats_.on_process_probe_error();
+            log::error("probes for {} in process {}: {}", o.object.path, pid, r.error().message());
+        }
+    }
+    // Whether the process has an allocator memtrack knows is settled once its start-up objects
+    // are mapped: at exec for a static executable (no loader), at the loader's first hook that
+    // holds otherwise (RT_CONSISTENT: the libraries are mapped).
+    CodeState& st = code_[pid_t(pid)];
+    if (source == MT_CODE_EXEC) st = CodeState{};
+    if (source == MT_CODE_LOADER) ++st.loader_hooks;
+    const bool settled = (source == MT_CODE_EXEC && !loader) || st.loader_hooks >= 1;
+    if (settled && !allocator && !st.warned) {
+        st.warned = true;
+        stats_.on_process_without_allocator();
+        log::warn("process {} maps no allocator memtrack knows (a stripped static executable?): its "
+                  "allocations are not recorded", pid);
+    }
+    holds_.release(pid, MT_HOLD_MODULE);
+}
+
 void ProcessLinks::on_exit(pid_t pid) {
     auto it = processes_.find(pid);
     if (it == processes_.end()) return;
     closer_.close(std::move(it->second.links));
     processes_.erase(it);
+    code_.erase(pid);
 }
 
 }  // namespace memtrack

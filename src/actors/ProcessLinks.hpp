@@ -1,7 +1,13 @@
 #pragma once
 // Owns: the allocator probe links of each tracked process (per-process mode), the spawns ring,
-// and the spawn_stopped pauses: a new process runs once its probes are decided and attached.
-// Accepts: attach(pid, done) for a root process, spawn notices (ring), exits (pidfds), stop().
+// the SPAWN pauses (a new process runs once its probes are decided and attached) and the MODULE
+// pauses (new code, at exec and at the loader's hook, runs once the objects it maps are probed).
+// Accepts: attach(pid, done) for a root process, spawn and new-code notices (ring), exits
+// (pidfds), stop().
+//
+// Allocator discovery happens here: each object a process maps executable is classified by the
+// symbols it defines (AllocatorCatalog, resolved once per file by BpfSession::object_probes) and
+// gets links of the process's own (or shared links) before the process runs its code.
 //
 // Each trap runs every link's filter on that probe, so the cost of a trap grows with the number
 // of processes that have links of their own (measured: ~47 ns per link per trap; 50 live
@@ -21,6 +27,7 @@
 
 #include "actors/Messages.hpp"
 #include "core/Result.hpp"
+#include "probes/BpfSession.hpp"
 #include "probes/LinkCloser.hpp"
 #include "probes/UprobeMultiLink.hpp"
 
@@ -54,16 +61,30 @@ public:
     void close_all();
 
 private:
+    using ObjectKey = std::pair<uint64_t, uint64_t>;  // (dev, ino)
     struct Process {
         std::vector<UprobeMultiLink> links;
         std::unique_ptr<boost::asio::posix::stream_descriptor> exit_watch;  // its pidfd
+        std::map<ObjectKey, ProbedObject> objects;                          // probed, with links
+    };
+    // What the new-code notices of one process said since its last exec.
+    struct CodeState {
+        unsigned loader_hooks = 0;
+        bool warned = false;
+    };
+    struct Notice {
+        uint32_t pid, parent, hold, source;
+        uint64_t start_boottime;
     };
 
     // Touched only on strand_ (or before the io_context runs).
-    Result<void> attach_process(pid_t pid, uint64_t start_boottime);
-    Result<void> use_shared(uint64_t t0);
+    Result<void> attach_process(pid_t pid, uint64_t start_boottime, const std::vector<ProbedObject>& objects);
+    Result<void> use_shared(uint64_t t0, const std::vector<ProbedObject>& objects);
+    Result<std::vector<ProbedObject>> discover(pid_t pid);
+    void note_probed(pid_t pid, const ProbedObject& o);
     void on_spawns();
-    void release_spawned(uint32_t pid, uint64_t start_boottime);
+    void release_spawned(uint32_t pid, uint64_t start_boottime, uint32_t parent);
+    void release_new_code(uint32_t pid, uint32_t source);
     void scan_held();
     void arm_spawn_watch();
     void arm_backstop();
@@ -77,11 +98,13 @@ private:
     std::unique_ptr<ring_buffer, void (*)(ring_buffer*)> spawns_;
     boost::asio::posix::stream_descriptor spawns_watch_;
     boost::asio::steady_timer backstop_;
-    std::vector<std::pair<uint32_t, uint64_t>> pending_;  // spawn notices read, not yet handled
+    std::vector<Notice> pending_;  // notices read, not yet handled
     std::map<pid_t, Process> processes_;
     // New processes whose spawn release was asked, until they no longer look held: the ring's
     // notice and the backstop scan may both find one before ProcessHolds has released it.
     std::set<std::pair<uint32_t, uint64_t>> releasing_;
+    std::map<pid_t, CodeState> code_;
+    std::set<ObjectKey> probed_;  // objects probed in some process (stats, -v)
     // Closing a uprobe link waits for an RCU grace period (~0.1 s here): never on the strand.
     LinkCloser closer_;
     bool stopped_ = false;

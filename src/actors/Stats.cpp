@@ -109,6 +109,7 @@ void Stats::set_pauses(const HoldCounts& c) {
         {"pressure_ended_by_exit", c.exited[0]},
         {"snapshot_stops", c.taken[1]},
         {"spawn_stops", c.taken[2]},
+        {"new_code_stops", c.taken[3]},
         {"stop_signals", c.signals},
         {"stop_signal_failures", c.signal_failures},
         {"pause_failures", c.failed},
@@ -149,6 +150,21 @@ void Stats::on_process_probe_error() {
 void Stats::on_spawn_held(uint64_t held_ns) {
     std::lock_guard lock(mu_);
     spawn_held_ns_.add(held_ns);
+}
+
+void Stats::on_object_probed(const std::vector<AllocatorKind>& kinds) {
+    std::lock_guard lock(mu_);
+    for (AllocatorKind k : kinds) ++objects_by_kind_[size_t(k)];
+}
+
+void Stats::on_new_code_held(uint64_t held_ns) {
+    std::lock_guard lock(mu_);
+    new_code_held_ns_.add(held_ns);
+}
+
+void Stats::on_process_without_allocator() {
+    std::lock_guard lock(mu_);
+    ++processes_without_allocator_;
 }
 
 void Stats::set_spawn_counters(uint64_t unstopped, uint64_t notices_dropped) {
@@ -224,7 +240,12 @@ boost::json::object Stats::to_json() const {
         {"spawn_unstopped", spawn_unstopped_},
         {"spawn_notices_dropped", spawns_dropped_},
         {"spawn_held_ms", ms_summary(spawn_held_ns_)},
+        {"new_code_held_ms", ms_summary(new_code_held_ns_)},
+        {"processes_without_allocator", processes_without_allocator_},
     };
+    boost::json::object kinds;
+    for (size_t k = 0; k < kAllocatorKinds; ++k) kinds[kind_name(AllocatorKind(k))] = objects_by_kind_[k];
+    out["allocator_objects"] = std::move(kinds);
     for (const auto& kv : pauses_) out[kv.key()] = kv.value();
     return out;
 }

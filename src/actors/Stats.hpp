@@ -1,14 +1,17 @@
 #pragma once
 // The run's statistics, written by every actor and read by --stats and the socket's `stats`.
 // Actors report per chunk or per event batch, never per record, so one mutex is cheap enough.
+#include <array>
 #include <cstdint>
 #include <map>
+#include <vector>
 #include <mutex>
 
 #include <boost/json/object.hpp>
 
 #include "actors/Histogram.hpp"
 #include "actors/SymbolizerCounters.hpp"
+#include "probes/AllocatorCatalog.hpp"
 
 namespace memtrack {
 
@@ -44,6 +47,11 @@ public:
     void on_shared_probes(uint64_t attach_ns);  // a process served by the shared links
     void on_process_probe_error();
     void on_spawn_held(uint64_t held_ns);
+    // Allocator discovery: an object probed for the first time (its allocator kinds), new code
+    // held until probed (how long), a process found with no allocator memtrack knows.
+    void on_object_probed(const std::vector<AllocatorKind>& kinds);
+    void on_new_code_held(uint64_t held_ns);
+    void on_process_without_allocator();
     void set_spawn_counters(uint64_t unstopped, uint64_t notices_dropped);
     uint64_t records_written() const;
 
@@ -63,7 +71,9 @@ private:
     boost::json::object pauses_;  // set_pauses: the keys it writes go into to_json as they are
     uint64_t paused_ns_ = 0, lifetime_ns_ = 0, consumer_idle_ns_ = 0;
     uint64_t processes_probed_ = 0, processes_shared_ = 0, probe_errors_ = 0, spawn_unstopped_ = 0, spawns_dropped_ = 0;
-    Histogram chunk_ns_, stop_to_resume_ns_, drain_ns_, symbolize_ns_, probe_attach_ns_, spawn_held_ns_;
+    Histogram chunk_ns_, stop_to_resume_ns_, drain_ns_, symbolize_ns_, probe_attach_ns_, spawn_held_ns_, new_code_held_ns_;
+    std::array<uint64_t, kAllocatorKinds> objects_by_kind_{};
+    uint64_t processes_without_allocator_ = 0;
     // Pressure resumes per process, for tests and people asking "was every writer paused?".
     // Bounded: past kMaxPids processes only the totals grow.
     static constexpr size_t kMaxPids = 1024;

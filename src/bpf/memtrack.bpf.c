@@ -499,7 +499,9 @@ static __always_inline void mapping_entry(struct thread_state *st, struct pt_reg
 	__u64 a0 = PT_REGS_PARM1(ctx), a1 = PT_REGS_PARM2(ctx);
 	/* Only munmap and mremap name a range that may hold a block freed just before. */
 	bool ranged = func == MT_FUNC_MUNMAP || func == MT_FUNC_MREMAP;
-	if (func == MT_FUNC_DLOPEN || mt_syscall_internal(&st->frames, sp, ranged ? a0 : 0, ranged ? a1 : 0)) {
+	bool internal = func == MT_FUNC_BRK ? mt_brk_internal(&st->frames, sp)
+					    : mt_syscall_internal(&st->frames, sp, ranged ? a0 : 0, ranged ? a1 : 0);
+	if (func == MT_FUNC_DLOPEN || internal) {
 		st->map_sp = 0;
 		return;
 	}
@@ -553,6 +555,29 @@ static __always_inline void mapping_return(struct pt_regs *ctx, __u32 func)
 }
 
 /*
+ * New code in the current process (an exec, or the loader's hook after it mapped objects): held
+ * until user space has probed the objects it now maps (the notice tells it which process).
+ * A reason already held (another thread at the hook) needs no second notice.
+ */
+static __always_inline void hold_for_new_code(__u32 source)
+{
+	if (!per_process_links)
+		return;
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	if (!hold_process(NULL, tgid, MT_HOLD_MODULE, false))
+		return;
+	struct mt_spawn notice = {
+		.pid = tgid,
+		.start_boottime = BPF_CORE_READ(task, group_leader, start_boottime),
+		.hold = MT_HOLD_MODULE,
+		.source = source,
+	};
+	if (bpf_ringbuf_output(&spawns, &notice, sizeof(notice), BPF_RB_FORCE_WAKEUP) != 0)
+		count(MT_COUNTER_SPAWNS_DROPPED);
+}
+
+/*
  * Through a process's own link the kernel ran us for that process only. Through a shared link,
  * only for a tracked process without links of its own (which gets its events through those):
  * each process is served by exactly one of the two, decided before it first runs.
@@ -579,6 +604,21 @@ int alloc_entry(struct pt_regs *ctx)
 	/* The stack pointer at the call's entry, pointing at its return address. */
 	__u64 sp = PT_REGS_SP(ctx) + MT_COOKIE_PUSHED(cookie);
 
+	if (func == MT_FUNC_LOADER) {
+		/*
+		 * The loader calls its hook before a change (RT_ADD, RT_DELETE) and after it
+		 * (RT_CONSISTENT, objects mapped, not yet initialized): only the second holds.
+		 */
+		__s32 distance = MT_COOKIE_DISTANCE(cookie);
+		int r_state = MT_RT_CONSISTENT;
+		if (distance &&
+		    bpf_probe_read_user(&r_state, sizeof(r_state),
+					(void *)(PT_REGS_IP(ctx) + distance + MT_R_DEBUG_STATE_OFFSET)) == 0 &&
+		    r_state != MT_RT_CONSISTENT)
+			return 0;
+		hold_for_new_code(MT_CODE_LOADER);
+		return 0;
+	}
 	if (is_mapping(func)) {
 		mapping_entry(st, ctx, func, sp);
 		return 0;
@@ -636,8 +676,26 @@ int alloc_return(struct pt_regs *ctx)
 			emit_allocation(ctx, MT_KIND_MALLOC, ret, st->arg0, 0, 0);
 		break;
 	case MT_FUNC_NEW_ALIGNED:
+	case MT_FUNC_MALLOC_ALIGNED:
 		if (ret)
 			emit_allocation(ctx, MT_KIND_ALIGNED_ALLOC, ret, st->arg0, 0, 0);
+		break;
+	case MT_FUNC_CALLOC_ALIGNED:
+		if (ret)
+			emit_allocation(ctx, MT_KIND_ALIGNED_ALLOC, ret, st->arg0 * st->arg1, 0, 0);
+		break;
+	case MT_FUNC_MALLOCX:
+		/* An alignment makes it an AlignedAlloc (zeroed or not); zeroing alone a Calloc. */
+		if (ret)
+			emit_allocation(ctx,
+					(st->arg1 & MT_MALLOCX_LG_ALIGN_MASK) ? MT_KIND_ALIGNED_ALLOC
+					: (st->arg1 & MT_MALLOCX_ZERO)        ? MT_KIND_CALLOC
+									      : MT_KIND_MALLOC,
+					ret, st->arg0, 0, 0);
+		break;
+	case MT_FUNC_ZALLOC:
+		if (ret)
+			emit_allocation(ctx, MT_KIND_CALLOC, ret, st->arg0, 0, 0);
 		break;
 	case MT_FUNC_CALLOC:
 		if (ret)
@@ -688,6 +746,7 @@ static __always_inline void hold_for_probes(struct task_struct *parent, struct t
 		.pid = child_tgid,
 		.parent = ns_tgid(parent),
 		.start_boottime = BPF_CORE_READ(child, group_leader, start_boottime),
+		.hold = MT_HOLD_SPAWN,
 	};
 	/* Lost notices are found by user space's scan of the held index. */
 	if (bpf_ringbuf_output(&spawns, &spawn, sizeof(spawn), BPF_RB_FORCE_WAKEUP) != 0)
@@ -722,6 +781,8 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	__u32 tgid = current_tgid();
 	bpf_map_delete_elem(&maps_known, &tgid); /* a new image: its mappings must be read again */
 	emit(MT_KIND_EXEC, 0, 0, 0, 0);
+	/* Its executable (a static one holds its allocator) is probed before its first instruction. */
+	hold_for_new_code(MT_CODE_EXEC);
 	return 0;
 }
 

@@ -70,6 +70,12 @@ static inline bool mt_free_entry(struct mt_frames *f, bool is_delete, __u64 sp, 
 			f->delete_sp = 0; /* the delete's own free(): consumed */
 		return false;
 	}
+	/*
+	 * A free tail-calling another (mimalloc's mi_free_size -> mi_free), or called inside one, on
+	 * the same block: one logical free.
+	 */
+	if (f->free_sp && sp <= f->free_sp && addr == f->free_addr)
+		return false;
 	if (is_delete) {
 		f->delete_sp = sp;
 		f->delete_addr = addr;
@@ -89,6 +95,15 @@ static inline bool mt_syscall_internal(const struct mt_frames *f, __u64 sp, __u6
 		return true;
 	/* free() of a large block unmaps it: only a range holding the freed pointer counts. */
 	return f->free_sp && sp < f->free_sp && f->free_addr >= start && f->free_addr < start + len;
+}
+
+/*
+ * brk at stack pointer sp: the allocator's own work inside an allocation, and inside a free too
+ * (glibc's free trims the heap top with brk, whatever range the freed block had).
+ */
+static inline bool mt_brk_internal(const struct mt_frames *f, __u64 sp)
+{
+	return (f->alloc_sp && sp < f->alloc_sp) || (f->free_sp && sp < f->free_sp);
 }
 
 /* A new mapping appeared outside any allocator call: an old free marker says nothing now. */

@@ -29,6 +29,10 @@ enum mt_kind {
 	MT_KIND_EXIT = 18, /* size = exit code */
 };
 
+/* jemalloc's mallocx flags (jemalloc.h): log2 of the alignment in the low bits, and zeroing. */
+#define MT_MALLOCX_LG_ALIGN_MASK 0x3fu
+#define MT_MALLOCX_ZERO 0x40u
+
 /* Bits of mt_record.flags. */
 #define MT_FLAG_OLD_ADDR 0x1u /* old_addr is known (Realloc) */
 
@@ -75,12 +79,27 @@ enum mt_func {
 	MT_FUNC_NEW,         /* every operator new/new[] without alignment: (size, ...) */
 	MT_FUNC_NEW_ALIGNED, /* operator new/new[] with std::align_val_t: (size, alignment, ...) */
 	MT_FUNC_DELETE,      /* every operator delete/delete[]: (ptr, ...) */
+	MT_FUNC_MALLOCX,        /* jemalloc's mallocx(size, flags): alignment and zeroing in flags */
+	MT_FUNC_MALLOC_ALIGNED, /* (size, alignment, ...): mi_malloc_aligned, mi_zalloc_aligned */
+	MT_FUNC_CALLOC_ALIGNED, /* (count, size, alignment): mi_calloc_aligned */
+	MT_FUNC_ZALLOC,         /* (size), zeroed: mi_zalloc; recorded as a Calloc */
+	/*
+	 * Allocator housekeeping that is no call of the program's (glibc's per-thread cache teardown
+	 * at thread exit): entered like an allocation, so what it calls is nested, and records nothing.
+	 */
+	MT_FUNC_INTERNAL,
 	/* The C library's memory-mapping wrappers (the first is MT_FUNC_FIRST_MAPPING). */
 	MT_FUNC_MMAP,   /* mmap, mmap64: (addr, len, prot, ...) */
 	MT_FUNC_MUNMAP, /* (addr, len) */
 	MT_FUNC_MREMAP, /* (old_addr, old_len, new_len, ...) */
 	MT_FUNC_BRK,    /* brk, also what sbrk calls: (addr) -> 0 */
 	MT_FUNC_DLOPEN, /* dlopen, dlmopen: new code, the process's mappings must be read again */
+	/*
+	 * The dynamic loader's debugger hook (_dl_debug_state), called after it maps objects and
+	 * before their initializers run: the process is held (MT_HOLD_MODULE) while user space probes
+	 * the new objects.
+	 */
+	MT_FUNC_LOADER,
 };
 #define MT_FUNC_FIRST_MAPPING MT_FUNC_MMAP
 
@@ -91,6 +110,14 @@ enum mt_func {
 /* Values of the `tracked` map: how a tracked process's allocator probes reach it. */
 #define MT_TRACKED_SHARED 1 /* through the shared (unfiltered) links */
 #define MT_TRACKED_OWN 2    /* through links of its own; the shared ones must ignore it */
+/*
+ * MT_FUNC_LOADER: bits 32-63 hold the signed distance from the probed instruction to the
+ * loader's `_r_debug` (0: unknown), whose r_state says which change the hook announces.
+ */
+#define MT_COOKIE_WITH_DISTANCE(d) (((__u64)(__u32)(__s32)(d)) << 32)
+#define MT_COOKIE_DISTANCE(c) ((__s32)((c) >> 32))
+#define MT_R_DEBUG_STATE_OFFSET 24 /* struct r_debug: r_version, r_map, r_brk, then r_state */
+#define MT_RT_CONSISTENT 0
 #define MT_COOKIE_FUNC(c) ((__u32)((c)&0xff))
 #define MT_COOKIE_PUSHED(c) ((__u32)(((c) >> 8) & 0xff))
 
@@ -134,13 +161,21 @@ enum mt_counter {
 };
 
 /*
- * A new process of the tracked tree, sent on the `spawns` ring so user space attaches its own
- * probes (links filtered to that process) while BPF holds it (MT_HOLD_SPAWN, hold.h).
+ * A process BPF holds until user space has probed it, sent on the `spawns` ring: a new process
+ * of the tracked tree (hold MT_HOLD_SPAWN: its own links, filtered to it), or new code in one
+ * (MT_HOLD_MODULE, at exec and at the loader's debugger hook: the objects it now maps).
  */
 struct mt_spawn {
 	__u32 pid;
-	__u32 parent;
+	__u32 parent; /* MT_HOLD_SPAWN: the parent's tgid; 0 otherwise */
 	__u64 start_boottime;
+	__u32 hold;   /* the MT_HOLD_* reason taken */
+	__u32 source; /* MT_HOLD_MODULE: what made the new code (mt_code_source); 0 otherwise */
+};
+
+enum mt_code_source {
+	MT_CODE_EXEC = 1,   /* a new image: its executable and the loader are mapped, no library yet */
+	MT_CODE_LOADER = 2, /* the loader's hook: objects mapped (or unmapped), not yet initialized */
 };
 
 #endif

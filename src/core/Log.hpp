@@ -19,4 +19,10 @@ void error(fmt::format_string<Args...> f, Args&&... args) {
     fmt::print(stderr, "memtrack: {}\n", fmt::format(f, std::forward<Args>(args)...));
 }
 
+// Something the user should know although nothing failed: always printed.
+template <typename... Args>
+void warn(fmt::format_string<Args...> f, Args&&... args) {
+    fmt::print(stderr, "memtrack: warning: {}\n", fmt::format(f, std::forward<Args>(args)...));
+}
+
 }  // namespace memtrack::log

@@ -23,6 +23,9 @@ static_assert(offsetof(mt_record, stack_hash) == 32);
 static_assert(offsetof(mt_record, pid) == 40);
 static_assert(offsetof(mt_record, tid) == 44);
 static_assert(MT_RECORD_VERSION == 1);
+static_assert(sizeof(mt_spawn) == 24);
+static_assert(offsetof(mt_spawn, start_boottime) == 8);
+static_assert(offsetof(mt_spawn, hold) == 16);
 
 enum class EventKind : uint8_t {
     Malloc = MT_KIND_MALLOC,

@@ -3,11 +3,13 @@
 #include <linux/capability.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <algorithm>
 #include <cstdarg>
 #include <fstream>
 #include <mutex>
@@ -154,61 +156,84 @@ void BpfSession::attach_tracepoints() {
 }
 
 void BpfSession::attach_allocator_probes() {
-    struct Library {
-        std::string path;
-        const std::vector<AllocatorFunction>* functions;
-        bool required;
-    };
     const std::string libc = cfg_.libc_path.empty() ? loaded_library_path("libc.so") : cfg_.libc_path;
     const std::string libstdcxx =
         cfg_.libstdcxx_path.empty() ? loaded_library_path("libstdc++.so") : cfg_.libstdcxx_path;
     if (libc.empty()) throw FatalError("cannot find the C library to probe");
-    const Library libs[] = {{libc, &libc_functions(), true}, {libstdcxx, &libstdcxx_functions(), false}};
     // Resolve everything before attaching anything: once malloc is probed, each of memtrack's
-    // own allocations pays a trap.
-    std::vector<LibraryProbes>& resolved = probes_;
-    resolved.clear();
-    for (const auto& lib : libs) {
-        if (lib.path.empty()) continue;  // optional library not loaded: nothing to probe
-        auto probes = resolve_library_probes(lib.path, *lib.functions, cfg_.place_probes);
-        if (!probes) {
-            if (lib.required) throw FatalError(probes.error());
-            log::error("skipping {}: {}", lib.path, probes.error().message());
+    // own allocations pays a trap. The loader is memtrack's own: a command's is the same file
+    // nearly always, and exec discovers it otherwise.
+    startup_.clear();
+    for (const std::string& path : {libc, libstdcxx, loaded_library_path("ld-linux")}) {
+        if (path.empty()) continue;  // optional library not loaded: nothing to probe
+        struct stat st{};
+        if (::stat(path.c_str(), &st) != 0) {
+            if (path == libc) throw FatalError(errno_error("stat", path));
+            log::error("skipping {}: {}", path, std::strerror(errno));
             continue;
         }
-        if (!probes->missing.empty())
-            log::info("{} lacks {} optional function(s), not probed", lib.path, probes->missing.size());
-        resolved.push_back(std::move(probes).value());
+        auto probes = object_probes({path, uint64_t(st.st_dev), uint64_t(st.st_ino)});
+        if (path == libc && !std::any_of(probes.probes->kinds.begin(), probes.probes->kinds.end(), allocates))
+            throw FatalError(fmt::format("cannot probe malloc and free in {}", path));
+        if (!probes.probes->empty()) startup_.push_back(std::move(probes));
     }
     if (per_process_) return;
     if (auto r = attach_shared_probes(); !r) throw FatalError("BPF attach failed: " + r.error().message());
 }
 
+ProbedObject BpfSession::object_probes(const MappedObject& object) {
+    std::lock_guard lock(cache_mu_);
+    auto [it, fresh] = cache_.try_emplace({object.dev, object.ino});
+    if (fresh) {
+        auto probes = resolve_object_probes(object.path, cfg_.place_probes);
+        if (!probes) log::error("cannot read {} for its allocator functions: {}", object.path, probes.error().message());
+        it->second = std::make_shared<const ObjectProbes>(probes ? std::move(probes).value() : ObjectProbes{});
+    }
+    return {object, it->second};
+}
+
 Result<void> BpfSession::attach_shared_probes() {
+    for (const ProbedObject& o : startup_)
+        if (auto r = attach_shared(o); !r) return r;
+    return {};
+}
+
+Result<void> BpfSession::attach_shared(const ProbedObject& o) {
     std::lock_guard lock(shared_mu_);
-    if (!uprobe_links_.empty()) return {};
-    auto links = attach_process_probes(0);
-    if (!links) return links.error();
-    uprobe_links_ = std::move(links).value();
+    if (o.probes->empty() || !shared_objects_.insert({o.object.dev, o.object.ino}).second) return {};
+    auto links = attach_object(0, o);
+    if (!links) {
+        shared_objects_.erase({o.object.dev, o.object.ino});
+        return links.error();
+    }
+    for (auto& l : *links) uprobe_links_.push_back(std::move(l));
     return {};
 }
 
 Result<std::vector<UprobeMultiLink>> BpfSession::attach_process_probes(pid_t pid) const {
     std::vector<UprobeMultiLink> links;
-    links.reserve(2 * probes_.size());
-    for (const auto& probes : probes_) {
-        const std::pair<bpf_program*, const UprobeMultiSpec*> parts[] = {
-            {skel_->progs.alloc_entry, &probes.entry}, {skel_->progs.alloc_return, &probes.ret}};
-        for (const auto& [prog, spec] : parts) {
-            if (spec->offsets.empty()) continue;
-            UprobeMultiSpec filtered = *spec;
-            filtered.pid = pid;
-            if (pid != 0)
-                for (uint64_t& cookie : filtered.cookies) cookie |= MT_COOKIE_OWN_LINK;
-            auto link = UprobeMultiLink::attach(bpf_program__fd(prog), filtered);
-            if (!link) return link.error();
-            links.push_back(std::move(link).value());
-        }
+    for (const ProbedObject& o : startup_) {
+        auto more = attach_object(pid, o);
+        if (!more) return more.error();
+        for (auto& l : *more) links.push_back(std::move(l));
+    }
+    return links;
+}
+
+Result<std::vector<UprobeMultiLink>> BpfSession::attach_object(pid_t pid, const ProbedObject& o) const {
+    std::vector<UprobeMultiLink> links;
+    const std::pair<bpf_program*, const UprobeMultiSpec*> parts[] = {
+        {skel_->progs.alloc_entry, &o.probes->entry}, {skel_->progs.alloc_return, &o.probes->ret}};
+    for (const auto& [prog, spec] : parts) {
+        if (spec->offsets.empty()) continue;
+        UprobeMultiSpec filtered = *spec;
+        filtered.path = o.object.path;  // as this process maps it
+        filtered.pid = pid;
+        if (pid != 0)
+            for (uint64_t& cookie : filtered.cookies) cookie |= MT_COOKIE_OWN_LINK;
+        auto link = UprobeMultiLink::attach(bpf_program__fd(prog), filtered);
+        if (!link) return link.error();
+        links.push_back(std::move(link).value());
     }
     return links;
 }

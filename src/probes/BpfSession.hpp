@@ -5,19 +5,28 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <set>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/Result.hpp"
 #include "probes/AllocatorProbes.hpp"
+#include "probes/MappedObjects.hpp"
 #include "probes/UprobeMultiLink.hpp"
 
 struct memtrack_bpf;
 struct bpf_link;
 
 namespace memtrack {
+
+// An object a process maps, with its probe sites (shared by every process mapping the file).
+struct ProbedObject {
+    MappedObject object;
+    std::shared_ptr<const ObjectProbes> probes;
+};
 
 struct BpfConfig {
     uint64_t ring_bytes = 64ull << 20;
@@ -43,16 +52,24 @@ public:
     BpfSession& operator=(const BpfSession&) = delete;
 
     void attach_tracepoints();
-    // Finds every probe site in the C library and the C++ runtime; throws when malloc or free
-    // cannot be probed. Then, without per-process links, attaches the shared ones.
+    // Finds every probe site in the C library, the C++ runtime and the loader memtrack maps
+    // (what a command maps at its start nearly always); throws when malloc or free cannot be
+    // probed. Then, without per-process links, attaches the shared ones.
     void attach_allocator_probes();
     bool per_process_links() const { return per_process_; }
-    // The allocator probes for `pid` alone (links whose filter is that process); mark it with
-    // track_own() before it runs, or the shared links would record it too.
+    const std::vector<ProbedObject>& startup_objects() const { return startup_; }
+    // An object's probe sites, resolved once per file (device, inode) for every process; an
+    // object that cannot be read has none (the error is logged once).
+    ProbedObject object_probes(const MappedObject& object);
+    // The startup objects' probes for `pid` alone (links whose filter is that process); mark it
+    // with track_own() before it runs, or the shared links would record it too.
     Result<std::vector<UprobeMultiLink>> attach_process_probes(pid_t pid) const;
-    // The shared links (every process that maps the libraries traps; the programs record the
-    // processes tracked as shared). Once; thread-safe.
+    // One object's links filtered to `pid` (0: every process mapping it).
+    Result<std::vector<UprobeMultiLink>> attach_object(pid_t pid, const ProbedObject& o) const;
+    // The shared links (every process that maps the object traps; the programs record the
+    // processes tracked as shared), once per object; thread-safe. For the startup objects, or one.
     Result<void> attach_shared_probes();
+    Result<void> attach_shared(const ProbedObject& o);
 
     bool track(pid_t pid);      // tracked, through the shared links; false: tracked already
     Result<void> track_own(pid_t pid);  // tracked, through links of its own
@@ -81,9 +98,12 @@ private:
     BpfConfig cfg_;
     memtrack_bpf* skel_ = nullptr;
     std::vector<bpf_link*> tracepoint_links_;
-    std::mutex shared_mu_;  // guards uprobe_links_ (attach_shared_probes, detach)
+    std::mutex shared_mu_;  // guards uprobe_links_ and shared_objects_ (attach_shared, detach)
     std::vector<UprobeMultiLink> uprobe_links_;
-    std::vector<LibraryProbes> probes_;
+    std::set<std::pair<uint64_t, uint64_t>> shared_objects_;  // (dev, ino) with shared links
+    std::vector<ProbedObject> startup_;
+    std::mutex cache_mu_;  // guards cache_
+    std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<const ObjectProbes>> cache_;
     bool per_process_ = false;
     uint32_t hold_words_ = 0;
 };

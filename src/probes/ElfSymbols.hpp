@@ -21,17 +21,24 @@ struct FunctionSymbol {
 class ElfSymbols {
 public:
     // Keeps only the functions named in `wanted` (all of them when empty): memtrack's own
-    // allocations trap on probes attached before, so start-up does as few as it can.
+    // allocations trap on probes attached before, so start-up does as few as it can. Reads
+    // .dynsym and .symtab, and the .symtab of the separate debug file found by build-id.
     static Result<ElfSymbols> load(const std::string& path, const std::vector<std::string>& wanted = {});
 
     std::optional<FunctionSymbol> find(std::string_view name) const;
+    // The address (st_value) of a data object named in `wanted`.
+    std::optional<uint64_t> object_vaddr(std::string_view name) const;
+    bool has(std::string_view name) const { return functions_.count(std::string(name)) != 0; }
     const std::string& path() const { return path_; }
+    const std::string& debug_path() const { return debug_path_; }  // empty: none read
     // Up to `max` bytes of code starting at a function's entry, read from the file.
     Result<std::vector<uint8_t>> code(const FunctionSymbol& fn, size_t max) const;
 
 private:
     std::string path_;
+    std::string debug_path_;
     std::unordered_map<std::string, FunctionSymbol> functions_;
+    std::unordered_map<std::string, uint64_t> objects_;
 };
 
 }  // namespace memtrack

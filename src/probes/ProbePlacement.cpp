@@ -10,7 +10,10 @@
 namespace memtrack {
 namespace {
 
-constexpr unsigned kMaxSkipped = 4;  // a prologue check is one or two instructions; more is not one
+// The proof (straight line, no stack or argument write, a candidate no branch lands on) holds
+// for any length; the bound only stops the search. jemalloc's free computes its size-class
+// lookup in nine instructions before its first jne: it needs more than glibc's one or two.
+constexpr unsigned kMaxSkipped = 12;
 
 struct Handle {
     csh h = 0;

@@ -63,6 +63,7 @@ void ProcessHolds::account(uint32_t pid, uint32_t reason, const HoldRelease& r) 
     const uint64_t held_ns = r.since_ns && r.since_ns <= now ? now - r.since_ns : 0;
     if (reason == MT_HOLD_PRESSURE) stats_.on_resume(int32_t(pid), held_ns);
     else if (reason == MT_HOLD_SPAWN) stats_.on_spawn_held(held_ns);
+    else if (reason == MT_HOLD_MODULE) stats_.on_new_code_held(held_ns);
 }
 
 void ProcessHolds::arm_retry() {

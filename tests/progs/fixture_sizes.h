@@ -88,4 +88,49 @@
 #define FX_BIG_START_MARK 9941u     /* malloc+free before the big allocations */
 #define FX_BIG_END_MARK 9949u       /* malloc+free after them */
 
+/*
+ * allocators (tests/progs/allocators.c): the C API through whichever allocator the fixture is
+ * built with or given (its override of malloc & co.), then that allocator's own API.
+ */
+#define FX_AL_MALLOC 11001u
+#define FX_AL_CALLOC_N 7u
+#define FX_AL_CALLOC_S 1601u /* 7 * 1601 = 11207 */
+#define FX_AL_CALLOC (FX_AL_CALLOC_N * FX_AL_CALLOC_S)
+#define FX_AL_REALLOC_FROM 11003u /* malloc, then realloc to FX_AL_REALLOC_TO */
+#define FX_AL_REALLOC_TO 11311u
+#define FX_AL_ALIGNED 11264u /* aligned_alloc(64, .) */
+#define FX_AL_POSIX 11401u   /* posix_memalign(&p, 128, .) */
+/* jemalloc's API: mallocx plain (freed by dallocx), aligned, zeroed; rallocx; sdallocx. */
+#define FX_JE_MALLOCX 11503u
+#define FX_JE_MALLOCX_ALIGN 11520u /* MALLOCX_ALIGN(256) */
+#define FX_JE_MALLOCX_ZERO 11509u
+#define FX_JE_RALLOCX_FROM 11513u /* mallocx, then rallocx to FX_JE_RALLOCX_TO, sdallocx */
+#define FX_JE_RALLOCX_TO 11617u
+#define FX_JE_SDALLOCX 11621u /* malloc, then sdallocx */
+/* mimalloc's API. */
+#define FX_MI_MALLOC 11701u
+#define FX_MI_CALLOC_N 3u
+#define FX_MI_CALLOC_S 3903u /* 3 * 3903 = 11709 */
+#define FX_MI_CALLOC (FX_MI_CALLOC_N * FX_MI_CALLOC_S)
+#define FX_MI_ZALLOC 11713u
+#define FX_MI_REALLOC_FROM 11719u /* mi_malloc, then mi_realloc to FX_MI_REALLOC_TO */
+#define FX_MI_REALLOC_TO 11821u
+#define FX_MI_ALIGNED 11776u  /* mi_malloc_aligned(., 64) */
+#define FX_MI_ZALIGNED 11840u /* mi_zalloc_aligned(., 64) */
+#define FX_MI_CALIGNED_N 5u
+#define FX_MI_CALIGNED_S 2371u /* mi_calloc_aligned(5, 2371, 32) = 11855 */
+#define FX_MI_CALIGNED (FX_MI_CALIGNED_N * FX_MI_CALIGNED_S)
+#define FX_MI_REALIGNED_FROM 11903u /* mi_malloc_aligned, then mi_realloc_aligned to ..._TO */
+#define FX_MI_REALIGNED_TO 11968u
+#define FX_MI_FREE_SIZE 11927u /* mi_malloc, then mi_free_size */
+/* allocators built for dlopen: mimalloc loaded at run time, called through dlsym. */
+#define FX_DL_MALLOC 12001u
+#define FX_DL_CALLOC_N 3u
+#define FX_DL_CALLOC_S 4003u /* 12009 */
+#define FX_DL_CALLOC (FX_DL_CALLOC_N * FX_DL_CALLOC_S)
+
+/* heap_trim: two blocks from the brk heap whose frees make glibc trim it (free -> brk). */
+#define FX_TRIM_A 100003u
+#define FX_TRIM_B 100019u
+
 #endif

@@ -91,6 +91,20 @@ std::string Pairing::problems_text() const {
     return join(problems);
 }
 
+std::vector<std::string> unallocated_frees(const std::vector<Event>& events) {
+    std::map<int, std::set<uint64_t>> live;  // per pid
+    std::vector<std::string> problems;
+    for (const Event& e : by_time(events)) {
+        auto& mine = live[e.pid];
+        if (e.type == "Realloc" && e.old_addr) {
+            if (!mine.erase(*e.old_addr)) problems.push_back(e.describe() + ": old_addr is no live block");
+        }
+        if (is_allocation(e)) mine.insert(e.addr);
+        if (e.type == "Free" && !mine.erase(e.addr)) problems.push_back(e.describe() + ": no live block there");
+    }
+    return problems;
+}
+
 Pairing pair_up(const std::vector<Event>& events, const std::set<uint64_t>& sizes) {
     Pairing p;
     std::map<Key, uint64_t> live;  // fixture block -> its size

@@ -55,6 +55,10 @@ struct Pairing {
 //     recorded twice, by nested probes for instance).
 Pairing pair_up(const std::vector<Event>& events, const std::set<uint64_t>& sizes);
 
+// Every Free (and every Realloc's old_addr) of any size that names no block its process
+// allocated and has not freed since, in time order per process; described.
+std::vector<std::string> unallocated_frees(const std::vector<Event>& events);
+
 // Checks that hold for every tracked run: --stats dropped == 0, timestamps within the run's
 // CLOCK_MONOTONIC interval, no event at address 0 (failed allocations and free(NULL) record
 // nothing), Brk sizes 0, sizes within the user address space. Returns the violations.

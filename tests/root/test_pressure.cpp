@@ -867,21 +867,16 @@ void run_thread_flood(const ThreadFlood& f) {
     std::map<uint64_t, std::set<std::pair<int, int>>> who;
     for (const Event& e : events)
         if (e.size && sizes.count(*e.size)) who[*e.size].insert({e.pid, e.tid});
-    // Each thread's own history, paired: every Malloc freed once, by that thread. (Per thread:
-    // glibc frees its per-thread cache block at a thread's exit, at an address another thread's
-    // block may have had; issue "Every allocator" makes such internal frees no events.)
-    std::map<int, std::vector<Event>> by_tid;
-    for (const Event& e : events) by_tid[e.tid].push_back(e);
-    size_t frees = 0;
-    for (const auto& [sz, threads] : who) {
-        REQUIRE_MESSAGE(threads.size() == 1, "size ", sz, " from ", threads.size(), " threads");
-        const int tid = threads.begin()->second;
-        Pairing p = pair_up(by_tid[tid], {sz});
-        CHECK_MESSAGE(p.problems.empty(), "thread ", tid, " (size ", sz, "):", p.problems_text());
-        CHECK_MESSAGE(p.live.empty(), "thread ", tid, " blocks never freed:", join(p.live));
-        frees += p.total_frees();
-    }
-    CHECK(frees == size_t(f.n) * sizes.size());
+    for (const auto& [sz, threads] : who)
+        CHECK_MESSAGE(threads.size() == 1, "size ", sz, " from ", threads.size(), " threads");
+    // The whole history at once: every Malloc freed once, and no Free of anything else (glibc's
+    // thread-cache teardown at each thread's exit frees blocks already freed: no events).
+    Pairing p = pair_up(events, sizes);
+    CHECK_MESSAGE(p.problems.empty(), p.problems_text());
+    CHECK_MESSAGE(p.live.empty(), "blocks never freed:", join(p.live));
+    CHECK(p.total_frees() == size_t(f.n) * sizes.size());
+    const auto stray = unallocated_frees(events);
+    CHECK_MESSAGE(stray.empty(), stray.size(), " frees of no live block:", join(stray));
 }
 
 }  // namespace

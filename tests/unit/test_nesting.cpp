@@ -77,3 +77,25 @@ TEST_CASE("syscalls inside allocator calls are internal, others are events") {
     mt_mapping_created(&f);
     CHECK_FALSE(mt_syscall_internal(&f, kTop - 64, 0x7f0000010000, 0x21000));
 }
+
+TEST_CASE("a free tail-calling another free of the same block records one Free") {
+    mt_frames f{};
+    CHECK(mt_free_entry(&f, false, kTop, 0x1000));         // mi_free_size
+    CHECK_FALSE(mt_free_entry(&f, false, kTop, 0x1000));   // jmp mi_free
+    CHECK(mt_free_entry(&f, false, kTop, 0x2000));         // the next block: an event
+    // Freed again once handed out again: a new event.
+    CHECK(mt_alloc_entry(&f, kTop) == MT_ENTRY_OUTER);
+    CHECK(mt_alloc_return(&f, kTop + 8));
+    CHECK(mt_free_entry(&f, false, kTop, 0x2000));
+}
+
+TEST_CASE("brk inside free (glibc trimming the heap) is internal, whatever the range") {
+    mt_frames f{};
+    CHECK_FALSE(mt_brk_internal(&f, kTop - 100));  // the program's own brk
+    CHECK(mt_free_entry(&f, false, kTop, 0x5555000010));
+    CHECK(mt_brk_internal(&f, kTop - 200));          // free -> systrim -> sbrk -> brk
+    mt_mapping_created(&f);
+    CHECK_FALSE(mt_brk_internal(&f, kTop - 200));
+    mt_alloc_entry(&f, kTop);
+    CHECK(mt_brk_internal(&f, kTop - 64));  // malloc growing the heap
+}

@@ -25,6 +25,16 @@ TEST_CASE("glibc free: the probe moves past test %rdi,%rdi onto the je") {
     CHECK(p.reason.find("je") != std::string::npos);
 }
 
+TEST_CASE("jemalloc free: a longer straight-line prefix that keeps rdi is skipped too") {
+    // mov %rdi,%rax; mov %rdi,%rcx; shr $0x1a,%rax; and $0xf0,%eax; add %rdx,%rax;
+    // cmp 0x1b0(%rax),%rcx; jne +0x1; ret; ret
+    const auto code = join({{0x48, 0x89, 0xf8}, {0x48, 0x89, 0xf9}, {0x48, 0xc1, 0xe8, 0x1a}, {0x25, 0xf0, 0x00, 0x00, 0x00},
+                            {0x48, 0x01, 0xd0}, {0x48, 0x3b, 0x88, 0xb0, 0x01, 0x00, 0x00}, {0x75, 0x01}, kRet, kRet});
+    auto p = place_probe(code, kBase, 1);
+    CHECK(p.offset == 3 + 3 + 4 + 5 + 3 + 7);
+    CHECK(p.reason.find("jne") != std::string::npos);
+}
+
 TEST_CASE("an emulated first instruction keeps the entry") {
     const auto code = join({{0x41, 0x54}, {0x41, 0x5c}, kRet});  // push %r12; pop %r12; ret
     CHECK(place_probe(code, kBase, 1).offset == 0);
