@@ -564,8 +564,8 @@ static __always_inline void hold_for_new_code(__u32 source)
 	if (!per_process_links)
 		return;
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	if (!hold_process(NULL, tgid, MT_HOLD_MODULE, false))
+	__u32 tgid = current_tgid();
+	if (!tgid || !hold_process(NULL, tgid, MT_HOLD_MODULE, false))
 		return;
 	struct mt_spawn notice = {
 		.pid = tgid,
