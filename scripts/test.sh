@@ -36,4 +36,5 @@ meson test -C "$BUILD_DIR" --print-errorlogs --num-processes 1 "$@" || status=$?
 # own): MEMTRACK_FUZZ_SECONDS each, 0 to skip.
 if [[ $# -eq 0 && "$BUILD_DIR" == build && "${MEMTRACK_FUZZ_SECONDS:-20}" != 0 ]]; then
     "$ROOT/scripts/fuzz.sh" "${MEMTRACK_FUZZ_SECONDS:-20}" || status=1
+fi
 exit "$status"
