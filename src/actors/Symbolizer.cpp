@@ -42,7 +42,7 @@ bool Symbolizer::in_code(int32_t pid, uint64_t ip, std::unordered_set<int32_t>& 
     // No mappings (the process was gone before they could be read): nothing to judge by.
     if (maps.mappings().empty()) return true;
     auto covered = [&] {
-        const Mapping* m = maps_[pid].find(ip - 1);
+        const Mapping* m = maps.find(ip - 1);  // the same element after snapshot() replaced it
         return ip != 0 && m != nullptr && m->executable;
     };
     if (covered()) return true;

@@ -9,16 +9,16 @@
 #include <optional>
 
 #include "core/Fd.hpp"
+#include "symbols/TextFields.hpp"
 
 namespace memtrack {
 namespace {
 
-std::optional<uint64_t> take_hex(std::string_view& s) {
+// A "START " or "SIZE " field: hex, with or without 0x, and the space after it.
+std::optional<uint64_t> take_hex_field(std::string_view& s) {
     if (s.starts_with("0x")) s.remove_prefix(2);
-    uint64_t v = 0;
-    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 16);
-    if (ec != std::errc() || p == s.data() || p == s.data() + s.size() || *p != ' ') return std::nullopt;
-    s.remove_prefix(size_t(p - s.data()) + 1);
+    const auto v = text::take_hex(s);
+    if (!v || !text::take_char(s, ' ')) return std::nullopt;
     return v;
 }
 
@@ -64,8 +64,8 @@ void PerfMap::add(std::string_view text) {
     std::string_view rest = partial_;
     for (size_t nl; (nl = rest.find('\n')) != std::string_view::npos; rest.remove_prefix(nl + 1)) {
         std::string_view line = rest.substr(0, nl);
-        const auto start = take_hex(line);
-        const auto size = start ? take_hex(line) : std::nullopt;
+        const auto start = take_hex_field(line);
+        const auto size = start ? take_hex_field(line) : std::nullopt;
         if (!size || *size == 0 || line.empty() || *start + *size < *start) continue;
         const uint64_t end = *start + *size;
         // Earlier objects overlapping [start, end) are gone: cut them to what is left outside.

@@ -12,36 +12,15 @@
 #include <fmt/format.h>
 
 #include "core/Fd.hpp"
+#include "symbols/TextFields.hpp"
 
 namespace memtrack {
 namespace {
 
-// Consumes a hex number from the front of `s`.
-std::optional<uint64_t> take_hex(std::string_view& s) {
-    uint64_t v = 0;
-    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 16);
-    if (ec != std::errc() || p == s.data()) return std::nullopt;
-    s.remove_prefix(size_t(p - s.data()));
-    return v;
-}
-
-std::optional<uint64_t> take_dec(std::string_view& s) {
-    uint64_t v = 0;
-    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);
-    if (ec != std::errc() || p == s.data()) return std::nullopt;
-    s.remove_prefix(size_t(p - s.data()));
-    return v;
-}
-
-bool take_char(std::string_view& s, char c) {
-    if (s.empty() || s.front() != c) return false;
-    s.remove_prefix(1);
-    return true;
-}
-
-void skip_spaces(std::string_view& s) {
-    while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
-}
+using text::skip_spaces;
+using text::take_char;
+using text::take_dec;
+using text::take_hex;
 
 // "start-end perms offset major:minor inode   path"; the path runs to the end of the line and
 // may hold spaces.
