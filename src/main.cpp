@@ -66,6 +66,11 @@ int main(int argc, char** argv) {
                 "ask the servers of DEBUGINFOD_URLS for missing debug info (off: no network requests; a "
                 "server that does not answer stalls symbolization)");
     t->add_option("--max-frames", track.max_frames, "frames per captured stack, 1..127 (default 64)");
+    t->add_option("--unwind", track.unwind,
+                  "how stacks are walked: cfi (each object's DWARF CFI, through code without frame pointers; "
+                  "the default) or fp (frame pointers only)");
+    t->add_option("--unwind-rows", track.unwind_rows,
+                  "unwind rows for all objects together, 8 bytes each (default 4194304)");
     std::string stack_ring_size;
     t->add_option("--stack-ring-size", stack_ring_size, "stack ring bytes, a power of two (default 16M)");
     bool no_summary = false;

@@ -20,6 +20,7 @@
 #include "bpf/hold.h"
 #include "process/ProcessHolds.hpp"
 #include "process/ProcessSignal.hpp"
+#include "unwind/UnwindTables.hpp"
 
 namespace memtrack {
 
@@ -39,11 +40,13 @@ ring_buffer* open_spawns(int map_fd, ring_buffer_sample_fn fn, void* ctx) {
 
 }  // namespace
 
-ProcessLinks::ProcessLinks(asio::io_context& io, BpfSession& bpf, ProcessHolds& holds, Stats& stats)
+ProcessLinks::ProcessLinks(asio::io_context& io, BpfSession& bpf, ProcessHolds& holds, Stats& stats,
+                           UnwindTables* unwind)
     : strand_(asio::make_strand(io)),
       bpf_(bpf),
       holds_(holds),
       stats_(stats),
+      unwind_(unwind),
       spawns_(open_spawns(bpf.spawns_ring_fd(), &ProcessLinks::on_spawn_record, this), ring_buffer__free),
       spawns_watch_(strand_, ::dup(ring_buffer__epoll_fd(spawns_.get()))),
       backstop_(strand_) {}
@@ -54,6 +57,7 @@ Result<void> ProcessLinks::attach_now(pid_t pid) { return attach_process(pid, 0,
 
 void ProcessLinks::attach(pid_t pid, std::function<void(Result<void>)> done) {
     asio::post(strand_, [this, pid, done = std::move(done)] {
+        describe_unwind(pid);
         auto objects = discover(pid);
         done(objects ? attach_process(pid, 0, *objects) : Result<void>(objects.error()));
     });
@@ -68,6 +72,13 @@ Result<std::vector<ProbedObject>> ProcessLinks::discover(pid_t pid) {
         if (!o.probes->empty()) out.push_back(std::move(o));
     }
     return out;
+}
+
+// Its stacks are walked by frame pointer where this fails: logged, and counted by UnwindTables.
+void ProcessLinks::describe_unwind(pid_t pid) {
+    if (!unwind_) return;
+    if (auto r = unwind_->describe(pid); !r && r.error().err != ESRCH && r.error().err != ENOENT)
+        log::error("unwind tables for process {}: {}", pid, r.error().message());
 }
 
 void ProcessLinks::note_probed(pid_t pid, const ProbedObject& o) {
@@ -235,6 +246,7 @@ void ProcessLinks::release_spawned(uint32_t pid, uint64_t start_boottime, uint32
 
 // New code in pid (held): every object it now maps is probed before the process goes on.
 void ProcessLinks::release_new_code(uint32_t pid, uint32_t source) {
+    describe_unwind(pid_t(pid));
     auto objects = discover(pid_t(pid));
     if (!objects) {
         if (objects.error().err != ESRCH && objects.error().err != ENOENT) {

@@ -38,12 +38,14 @@ namespace memtrack {
 class BpfSession;
 class ProcessHolds;
 class Stats;
+class UnwindTables;
 
 class ProcessLinks {
 public:
     static constexpr size_t kMaxOwnLinked = 4;
 
-    ProcessLinks(boost::asio::io_context& io, BpfSession& bpf, ProcessHolds& holds, Stats& stats);
+    // unwind: the CFI walker's tables, described for each process before it runs new code (null: none).
+    ProcessLinks(boost::asio::io_context& io, BpfSession& bpf, ProcessHolds& holds, Stats& stats, UnwindTables* unwind);
     ~ProcessLinks();
 
     // Attaches pid's probes now, from the caller's thread: only before the io_context runs (the
@@ -82,6 +84,7 @@ private:
     Result<void> use_shared(uint64_t t0, const std::vector<ProbedObject>& objects);
     Result<std::vector<ProbedObject>> discover(pid_t pid);
     void note_probed(pid_t pid, const ProbedObject& o);
+    void describe_unwind(pid_t pid);
     void on_spawns();
     void release_spawned(uint32_t pid, uint64_t start_boottime, uint32_t parent);
     void release_new_code(uint32_t pid, uint32_t source);
@@ -95,6 +98,7 @@ private:
     BpfSession& bpf_;
     ProcessHolds& holds_;
     Stats& stats_;
+    UnwindTables* unwind_;
     std::unique_ptr<ring_buffer, void (*)(ring_buffer*)> spawns_;
     boost::asio::posix::stream_descriptor spawns_watch_;
     boost::asio::steady_timer backstop_;

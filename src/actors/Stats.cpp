@@ -49,6 +49,11 @@ void Stats::on_stack(uint64_t ring_bytes, uint64_t symbolize_ns) {
     symbolize_ns_.add(symbolize_ns);
 }
 
+void Stats::set_unwind(const UnwindCounters& c) {
+    std::lock_guard lock(mu_);
+    unwind_ = c;
+}
+
 void Stats::set_symbolizer(const SymbolizerCounters& c) {
     std::lock_guard lock(mu_);
     symbolizer_ = c;
@@ -247,6 +252,27 @@ boost::json::object Stats::to_json() const {
     for (size_t k = 0; k < kAllocatorKinds; ++k) kinds[kind_name(AllocatorKind(k))] = objects_by_kind_[k];
     out["allocator_objects"] = std::move(kinds);
     for (const auto& kv : pauses_) out[kv.key()] = kv.value();
+    out["unwind"] = boost::json::object{
+        {"objects", unwind_.objects},
+        {"objects_without_cfi", unwind_.objects_without_cfi},
+        {"objects_failed", unwind_.objects_failed},
+        {"objects_shared_by_build_id", unwind_.objects_shared},
+        {"rows", unwind_.rows},
+        {"rows_capacity", unwind_.rows_capacity},
+        {"tables_full", unwind_.tables_full},
+        {"build_ms", double(unwind_.build_ns) / 1e6},
+        {"processes_described", unwind_.processes},
+        {"describe_errors", unwind_.describe_errors},
+        {"mappings_left_out", unwind_.mappings_left_out},
+        {"cfi_frames", unwind_.cfi_frames},
+        {"frame_pointer_frames", unwind_.fp_frames},
+        {"walks_without_tables", unwind_.walks_without_tables},
+        {"walks_complete", unwind_.walks_complete},
+        {"walks_truncated", unwind_.walks_truncated},
+        {"walks_unsupported", unwind_.walks_unsupported},
+        {"walks_read_failed", unwind_.walks_read_failed},
+        {"walks_bad_frame", unwind_.walks_bad_frame},
+    };
     return out;
 }
 

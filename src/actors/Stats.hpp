@@ -11,6 +11,7 @@
 
 #include "actors/Histogram.hpp"
 #include "actors/SymbolizerCounters.hpp"
+#include "unwind/UnwindCounters.hpp"
 #include "probes/AllocatorCatalog.hpp"
 
 namespace memtrack {
@@ -28,6 +29,7 @@ public:
     void on_unwritten(uint64_t records);
     void on_stack(uint64_t ring_bytes, uint64_t symbolize_ns);
     void set_symbolizer(const SymbolizerCounters& c);
+    void set_unwind(const UnwindCounters& c);  // the CFI walk: tables and how walks went
     // At shutdown: a file (the artifact, or the stacks file) closed `ns` after the shutdown began.
     void on_shutdown_file_closed(bool stacks, uint64_t ns);
     void set_stack_counters(uint64_t captured, uint64_t sent, uint64_t errors, uint64_t dropped);
@@ -65,6 +67,7 @@ private:
     uint64_t written_ = 0, unwritten_ = 0, artifact_events_ = 0, allocations_ = 0;
     uint64_t stacks_unique_ = 0, stack_ring_bytes_ = 0;
     SymbolizerCounters symbolizer_;
+    UnwindCounters unwind_;
     uint64_t shutdown_artifact_ns_ = 0, shutdown_stacks_ns_ = 0;
     uint64_t stacks_captured_ = 0, stacks_sent_ = 0, stack_errors_ = 0, stacks_dropped_ = 0;
     uint64_t dropped_ = 0, nested_ = 0, stopped_at_exit_ = 0;

@@ -23,6 +23,8 @@ const volatile __u64 stop_bytes = ~0ULL; /* ring data at or above this: SIGSTOP 
 const volatile __u64 wakeup_bytes = 0;   /* below this fill, do not wake the consumer */
 const volatile bool capture_stacks = true;
 const volatile __u32 max_frames = 64;            /* <= MT_MAX_FRAMES */
+/* true: stacks walked by the CFI rows (cfi_walk.h); false: by frame pointer (bpf_get_stack). */
+const volatile bool unwind_cfi = true;
 const volatile __u64 stack_stop_bytes = ~0ULL;   /* the stacks ring's stop watermark */
 /*
  * 1: user space gives tracked processes allocator links of their own (filtered to the process,
@@ -166,6 +168,8 @@ static __always_inline void count(__u32 idx)
 	if (v)
 		__sync_fetch_and_add(v, 1);
 }
+
+#include "cfi_walk.h"
 
 /* pid's number in memtrack's pid namespace; 0 when it has none there (not one of its descendants). */
 static __always_inline __u32 ns_nr(struct pid *pid)
@@ -407,15 +411,20 @@ static __always_inline __u64 capture_stack(struct pt_regs *ctx)
 	struct mt_stack_record *s = bpf_map_lookup_elem(&stack_scratch, &zero);
 	if (!s)
 		return 0;
-	long bytes = bpf_get_stack(ctx, s->ips, sizeof(s->ips), BPF_F_USER_STACK);
-	if (bytes <= 0) {
-		count(MT_COUNTER_STACK_ERRORS);
-		return 0;
+	__u32 tgid = current_tgid();
+	__u32 nr;
+	if (unwind_cfi) {
+		nr = cfi_walk_stack(ctx, tgid, s->ips, max_frames);
+	} else {
+		long bytes = bpf_get_stack(ctx, s->ips, sizeof(s->ips), BPF_F_USER_STACK);
+		if (bytes <= 0) {
+			count(MT_COUNTER_STACK_ERRORS);
+			return 0;
+		}
+		nr = bytes / 8;
 	}
-	__u32 nr = bytes / 8;
 	if (nr > max_frames)
 		nr = max_frames;
-	__u32 tgid = current_tgid();
 	/* FNV-1a over the frames, seeded with the process: addresses mean something per process. */
 	__u64 h = 0xcbf29ce484222325ULL ^ tgid;
 	for (__u32 i = 0; i < MT_MAX_FRAMES; i++) {
@@ -767,6 +776,12 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	/* A reused pid starts with no pause: whatever a dead process's straggler left ends here. */
 	end_holds(child_tgid);
 	bpf_map_delete_elem(&held, &child_tgid);
+	/* The child maps what its parent maps: the same unwind tables, until it execs. */
+	struct mt_unwind_process *maps = bpf_map_lookup_elem(&unwind_procs, &parent_tgid);
+	if (maps)
+		bpf_map_update_elem(&unwind_procs, &child_tgid, maps, BPF_ANY);
+	else
+		bpf_map_delete_elem(&unwind_procs, &child_tgid);
 	emit(MT_KIND_FORK, child_tgid, 0, 0, 0);
 	if (per_process_links)
 		hold_for_probes(parent, child, child_tgid);
@@ -780,6 +795,7 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 		return 0;
 	__u32 tgid = current_tgid();
 	bpf_map_delete_elem(&maps_known, &tgid); /* a new image: its mappings must be read again */
+	bpf_map_delete_elem(&unwind_procs, &tgid); /* and described again, while it is held below */
 	emit(MT_KIND_EXEC, 0, 0, 0, 0);
 	/* Its executable (a static one holds its allocator) is probed before its first instruction. */
 	hold_for_new_code(MT_CODE_EXEC);
@@ -798,6 +814,7 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	end_holds(tgid);
 	bpf_map_delete_elem(&held, &tgid);
 	bpf_map_delete_elem(&maps_known, &tgid);
+	bpf_map_delete_elem(&unwind_procs, &tgid);
 	bpf_map_delete_elem(&tracked, &tgid);
 	emit_record(MT_KIND_EXIT, 0, BPF_CORE_READ(task, exit_code), 0, 0, false, 0); /* no SIGSTOP to a dying process */
 	return 0;

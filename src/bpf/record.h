@@ -157,7 +157,16 @@ enum mt_counter {
 	MT_COUNTER_HOLDS_TAKEN,
 	/* Pauses ended by the process's exit (or a reused pid's fresh start), per reason. */
 	MT_COUNTER_HOLDS_EXITED = MT_COUNTER_HOLDS_TAKEN + 4,
-	MT_COUNTER_MAX = MT_COUNTER_HOLDS_EXITED + 4,
+	/* The CFI stack walk (unwind.h): frames by how they were found, walks by how they ended. */
+	MT_COUNTER_UNWIND_CFI_FRAMES = MT_COUNTER_HOLDS_EXITED + 4, /* callers found from a row */
+	MT_COUNTER_UNWIND_FP_FRAMES,  /* callers found by frame pointer: no row covers the pc */
+	MT_COUNTER_UNWIND_NO_TABLES,  /* walks in a process with no tables loaded (all by frame pointer) */
+	MT_COUNTER_UNWIND_COMPLETE,   /* walks that reached the outermost frame (or a null return address) */
+	MT_COUNTER_UNWIND_TRUNCATED,  /* walks cut at max_frames */
+	MT_COUNTER_UNWIND_UNSUPPORTED,/* walks ended at a rule the walker cannot follow */
+	MT_COUNTER_UNWIND_READ_FAILED,/* walks ended at an unreadable stack slot */
+	MT_COUNTER_UNWIND_BAD_FRAME,  /* walks ended at a frame that did not move up the stack */
+	MT_COUNTER_MAX,
 };
 
 /*

@@ -42,6 +42,7 @@
 #include "report/TrackSummary.hpp"
 #include "ring/RingView.hpp"
 #include "symbols/Resolver.hpp"
+#include "unwind/UnwindTables.hpp"
 
 namespace memtrack {
 
@@ -70,6 +71,9 @@ void check_options(const TrackOptions& o) {
     if (o.threads == 0 || o.threads > kMaxThreads) throw FatalError(fmt::format("--threads must be in 1..{}", kMaxThreads));
     if (o.chunk_records > kMaxChunkRecords)
         throw FatalError(fmt::format("--chunk-records must be in 1..{}", kMaxChunkRecords));
+    if (o.unwind != "cfi" && o.unwind != "fp") throw FatalError("--unwind must be cfi or fp");
+    if (o.unwind_rows < 1 || o.unwind_rows > (1u << 26))
+        throw FatalError(fmt::format("--unwind-rows must be in 1..{}", 1u << 26));
     if (o.max_frames < 1 || o.max_frames > MT_MAX_FRAMES)
         throw FatalError(fmt::format("--max-frames must be in 1..{}", MT_MAX_FRAMES));
     const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
@@ -149,8 +153,9 @@ public:
             lanes.push_back({&stacks_->ring, &stacks_->consumer, &*symbolizer_});
         }
         drains_.emplace(io_, std::move(lanes), stats_);
+        if (stacks_file && bpf_.unwind_rows_capacity()) unwind_ = value_or_throw(UnwindTables::open(bpf_));
         if (bpf_.per_process_links()) {
-            links_.emplace(io_, bpf_, holds_, stats_);
+            links_.emplace(io_, bpf_, holds_, stats_, unwind_.get());
             if (auto r = links_->attach_now(child.pid()); !r) throw FatalError("BPF attach failed: " + r.error().message());
         }
         writer_.add_root_process(child.pid(), monotonic_ns());
@@ -284,6 +289,18 @@ private:
         stats_.set_stack_counters(bpf_.counter(MT_COUNTER_STACKS_CAPTURED), bpf_.counter(MT_COUNTER_STACKS_SENT),
                                   bpf_.counter(MT_COUNTER_STACK_ERRORS), bpf_.counter(MT_COUNTER_STACKS_DROPPED));
         stats_.set_spawn_counters(bpf_.counter(MT_COUNTER_SPAWN_UNSTOPPED), bpf_.counter(MT_COUNTER_SPAWNS_DROPPED));
+        if (unwind_) {
+            UnwindCounters u = unwind_->counters();
+            u.cfi_frames = bpf_.counter(MT_COUNTER_UNWIND_CFI_FRAMES);
+            u.fp_frames = bpf_.counter(MT_COUNTER_UNWIND_FP_FRAMES);
+            u.walks_without_tables = bpf_.counter(MT_COUNTER_UNWIND_NO_TABLES);
+            u.walks_complete = bpf_.counter(MT_COUNTER_UNWIND_COMPLETE);
+            u.walks_truncated = bpf_.counter(MT_COUNTER_UNWIND_TRUNCATED);
+            u.walks_unsupported = bpf_.counter(MT_COUNTER_UNWIND_UNSUPPORTED);
+            u.walks_read_failed = bpf_.counter(MT_COUNTER_UNWIND_READ_FAILED);
+            u.walks_bad_frame = bpf_.counter(MT_COUNTER_UNWIND_BAD_FRAME);
+            stats_.set_unwind(u);
+        }
         return stats_.to_json();
     }
 
@@ -455,6 +472,7 @@ private:
     std::optional<Symbolizer> symbolizer_;
     PressureControl pressure_;
     std::optional<DrainBarrier> drains_;
+    std::unique_ptr<UnwindTables> unwind_;  // with stacks walked by CFI
     std::optional<ProcessLinks> links_;  // per-process probes only
     asio::posix::stream_descriptor exit_watch_;
     const StopGuard& guard_;
@@ -536,6 +554,8 @@ int run_track(const TrackOptions& opt_in) {
         cfg.capture_stacks = !opt.no_stacks;
         cfg.place_probes = !opt.probe_at_entry;
         cfg.max_frames = opt.max_frames;
+        cfg.unwind_cfi = opt.unwind == "cfi";
+        cfg.unwind_rows = opt.unwind_rows;
         cfg.stack_ring_bytes = opt.stack_ring_size;
         cfg.libstdcxx_path = opt.libstdcxx_path;
         cfg.per_process_links = !opt.system_wide_probes;

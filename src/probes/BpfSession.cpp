@@ -105,6 +105,10 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
     s->skel_->rodata->stack_stop_bytes = watermark(cfg.stack_ring_bytes);
     s->skel_->rodata->capture_stacks = cfg.capture_stacks;
     s->skel_->rodata->max_frames = cfg.max_frames;
+    const bool cfi = cfg.capture_stacks && cfg.unwind_cfi;
+    s->skel_->rodata->unwind_cfi = cfi;
+    if (bpf_map__set_max_entries(s->skel_->maps.unwind_rows, cfi ? cfg.unwind_rows : 1) != 0)
+        fail("unwind rows resize", errno);
     s->skel_->rodata->wakeup_bytes = uint64_t(cfg.wakeup_fill * double(cfg.ring_bytes));
     s->per_process_ = cfg.per_process_links && kernel_signals_tasks();
     if (cfg.per_process_links && !s->per_process_)
@@ -266,6 +270,11 @@ bool BpfSession::recording() const {
 
 int BpfSession::events_ring_fd() const { return bpf_map__fd(skel_->maps.events); }
 int BpfSession::stacks_ring_fd() const { return bpf_map__fd(skel_->maps.stacks); }
+int BpfSession::unwind_rows_fd() const { return bpf_map__fd(skel_->maps.unwind_rows); }
+int BpfSession::unwind_procs_fd() const { return bpf_map__fd(skel_->maps.unwind_procs); }
+uint32_t BpfSession::unwind_rows_capacity() const {
+    return skel_->rodata->unwind_cfi ? bpf_map__max_entries(skel_->maps.unwind_rows) : 0;
+}
 int BpfSession::holds_map_fd() const { return bpf_map__fd(skel_->maps.holds); }
 int BpfSession::held_map_fd() const { return bpf_map__fd(skel_->maps.held); }
 int BpfSession::spawns_ring_fd() const { return bpf_map__fd(skel_->maps.spawns); }

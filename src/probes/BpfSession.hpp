@@ -35,6 +35,9 @@ struct BpfConfig {
     bool capture_stacks = true;
     bool place_probes = true;   // ProbePlacement; off: every probe at its function's entry
     uint32_t max_frames = 64;
+    // Stacks walked by the CFI rows user space loads (UnwindTables); off: by frame pointer.
+    bool unwind_cfi = true;
+    uint32_t unwind_rows = 1u << 22;  // rows for every object's table together (8 bytes each)
     uint64_t stack_ring_bytes = 16ull << 20;
     std::string libc_path;      // empty: the C library memtrack itself uses
     std::string libstdcxx_path; // empty: the C++ runtime memtrack itself uses
@@ -81,6 +84,10 @@ public:
     int spawns_ring_fd() const;
     // The pause protocol's maps (src/bpf/hold.h): the hold words (hold_words() of them), the
     // `held` index, and BPF's pauses-under-way counters in the mmapped .bss.
+    // The CFI walker's maps (src/bpf/unwind.h): every object's rows, each process's mappings.
+    int unwind_rows_fd() const;
+    int unwind_procs_fd() const;
+    uint32_t unwind_rows_capacity() const;
     int holds_map_fd() const;
     int held_map_fd() const;
     uint32_t hold_words() const { return hold_words_; }

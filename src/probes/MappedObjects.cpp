@@ -10,6 +10,13 @@
 
 namespace memtrack {
 
+std::string openable_path(pid_t pid, const std::string& path, uint64_t dev, uint64_t ino) {
+    // The path as the process sees it; another mount namespace's file through its root.
+    struct stat st{};
+    if (::stat(path.c_str(), &st) == 0 && st.st_dev == dev && st.st_ino == ino) return path;
+    return fmt::format("/proc/{}/root{}", pid, path);
+}
+
 Result<std::vector<MappedObject>> executable_objects(pid_t pid) {
     const std::string maps = fmt::format("/proc/{}/maps", pid);
     std::ifstream in(maps);
@@ -31,11 +38,7 @@ Result<std::vector<MappedObject>> executable_objects(pid_t pid) {
         if (path.size() > 10 && path.compare(path.size() - 10, 10, " (deleted)") == 0) continue;
         const uint64_t dev = makedev(major, minor);
         if (!seen.insert({dev, ino}).second) continue;
-        // The path as the process sees it; another mount namespace's file through its root.
-        struct stat st{};
-        if (::stat(path.c_str(), &st) != 0 || st.st_dev != dev || st.st_ino != ino)
-            path = fmt::format("/proc/{}/root{}", pid, path);
-        out.push_back({std::move(path), dev, uint64_t(ino)});
+        out.push_back({openable_path(pid, path, dev, ino), dev, uint64_t(ino)});
     }
     if (in.bad()) return errno_error("read", maps);
     return out;

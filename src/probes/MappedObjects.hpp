@@ -18,6 +18,10 @@ struct MappedObject {
     bool operator<(const MappedObject& o) const { return dev != o.dev ? dev < o.dev : ino < o.ino; }
 };
 
+// A path to the file pid maps at `path` (as its maps show it) that memtrack can open: that path
+// when it names the same file (dev, ino) here, else the same path through /proc/PID/root.
+std::string openable_path(pid_t pid, const std::string& path, uint64_t dev, uint64_t ino);
+
 // One entry per file mapped with execute permission, in address order.
 Result<std::vector<MappedObject>> executable_objects(pid_t pid);
 

@@ -45,4 +45,11 @@
 #define STK_FLOOD_DEPTH 12u
 #define STK_FLOOD_SIZE 10811u
 
+/* stack_cfi (-O2 -fomit-frame-pointer, rbp clobbered): the CFI walk's chains. */
+#define STK_CFI_CHAIN 10901u /* main -> cfi_a -> cfi_b -> cfi_c -> malloc */
+#define STK_CFI_QSORT 10909u /* main -> qsort -> ... -> cfi_compare -> malloc */
+#define STK_CFI_SHLIB 10913u /* main -> cfi_lib_outer -> cfi_lib_inner -> malloc, libstackcfi.so */
+/* stack_cfi_cxx: a vector<unsigned> grown to this many elements: 1, 2, 4, ... 4096 ints. */
+#define STK_CFI_CXX_ELEMS 4096u
+
 #endif

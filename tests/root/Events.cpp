@@ -188,9 +188,10 @@ std::string join(const std::vector<std::string>& lines, size_t max_lines) {
     return s.empty() ? "none" : s;
 }
 
-Tracked track_and_dump(const TempDir& dir, const std::vector<std::string>& command) {
+Tracked track_and_dump(const TempDir& dir, const std::vector<std::string>& command,
+                       const std::vector<std::string>& extra) {
     Tracked t;
-    t.result = track(dir, command);
+    t.result = track(dir, command, extra);
     t.events = dump(t.result.artifact);
     return t;
 }

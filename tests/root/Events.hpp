@@ -72,7 +72,9 @@ struct Tracked {
 };
 
 // track() then dump(); throws (failing the test case) when either cannot produce events.
-Tracked track_and_dump(const TempDir& dir, const std::vector<std::string>& command);
+// extra: memtrack track options before the `--`.
+Tracked track_and_dump(const TempDir& dir, const std::vector<std::string>& command,
+                       const std::vector<std::string>& extra = {});
 Tracked track_args_and_dump(const TempDir& dir, const std::vector<std::string>& args);
 
 // CHECKs common_problems() and the --stats values (records cover the events, bytes and

@@ -21,6 +21,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <boost/json.hpp>
@@ -618,11 +619,11 @@ TEST_CASE("stacks: a stripped binary gives hashes and modules, no names, and no 
     for (const Resolved& r : resolved) CHECK_MESSAGE(!r.frames.empty(), r.event.describe());
 }
 
-TEST_CASE("stacks: without frame pointers frame 0 is right and nothing after it is made up") {
+TEST_CASE("stacks: a frame-pointer walk (--unwind fp) without frame pointers gets frame 0 right and makes nothing up") {
     ROOT_SUITE_GUARD();
     TempDir dir;
     const std::string maps_file = dir / "maps.txt";
-    Tracked t = track_and_dump(dir, {fixture("stack_nofp"), maps_file});
+    Tracked t = track_and_dump(dir, {fixture("stack_nofp"), maps_file}, {"--unwind", "fp"});
     CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
     check_common(t);
     check_stack_stats(t);
@@ -672,6 +673,149 @@ TEST_CASE("stacks: without frame pointers frame 0 is right and nothing after it 
     }
     // Those two at least were cut; others (the chain's, glibc's own) may be.
     CHECK(stat_u64(stats_object(t), "stacks_cut_outside_code") >= 2);
+}
+
+namespace {
+
+// The frames glibc runs main from, outermost last, as gdb shows them.
+const std::vector<std::string> kLibcStart = {"__libc_start_call_main", "__libc_start_main_impl", "_start"};
+
+// `want` (function, line; line 0: any) innermost first, then glibc's start frames down to _start.
+void check_whole_stack(const std::vector<ResolvedFrame>& frames, const std::string& module_tail,
+                       const std::vector<std::tuple<std::string, std::string, uint64_t>>& want) {
+    INFO("frames:", show(frames));
+    REQUIRE(frames.size() == want.size() + kLibcStart.size());
+    for (size_t i = 0; i < want.size(); i++) {
+        const auto& [function, module, line] = want[i];
+        CHECK_MESSAGE(frames[i].function == function, "frame ", i);
+        CHECK_MESSAGE(ends_with(frames[i].module, module.empty() ? module_tail : module), "frame ", i);
+        if (line) CHECK_MESSAGE(frames[i].line == line, "frame ", i);
+    }
+    for (size_t i = 0; i < kLibcStart.size(); i++) {
+        const ResolvedFrame& f = frames[want.size() + i];
+        CHECK_MESSAGE(f.function == kLibcStart[i], "frame ", want.size() + i);
+    }
+}
+
+json::object unwind_stats(const Tracked& t) {
+    const json::object s = stats_object(t);
+    const json::value* u = s.if_contains("unwind");
+    if (!u || !u->is_object()) throw std::runtime_error("--stats: no \"unwind\" object");
+    return u->get_object();
+}
+
+}  // namespace
+
+TEST_CASE("stacks: code without frame pointers (rbp clobbered) unwinds by its CFI to main and _start") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    Tracked t = track_and_dump(dir, {fixture("stack_cfi")});
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_common(t);
+    check_stack_stats(t);
+    const std::set<uint64_t> sizes = {STK_CFI_CHAIN, STK_CFI_QSORT, STK_CFI_SHLIB};
+    std::map<uint64_t, std::string> expected;
+    for (uint64_t size : sizes) expected[size] = "Malloc x1";
+    CHECK(show(tally_by_size(t.events, sizes)) == show(expected));
+
+    const std::string src = "stack_cfi.c", lib_src = "stack_cfi_lib.c";
+    const std::vector<Resolved> resolved = dump_resolved(t.result.artifact);
+    SUBCASE("a chain of three functions") {
+        const auto r = with_size(resolved, STK_CFI_CHAIN);
+        REQUIRE(r.size() == 1);
+        check_whole_stack(r[0].frames, "/stack_cfi",
+                          {{"cfi_c", "", marked_line(src, "cfi-c-malloc")},
+                           {"cfi_b", "", marked_line(src, "cfi-b-calls-c")},
+                           {"cfi_a", "", marked_line(src, "cfi-a-calls-b")},
+                           {"main", "", marked_line(src, "cfi-main-calls-a")}});
+    }
+    SUBCASE("through glibc's qsort") {
+        const auto r = with_size(resolved, STK_CFI_QSORT);
+        REQUIRE(r.size() == 1);
+        const auto& frames = r[0].frames;
+        INFO("frames:", show(frames));
+        REQUIRE(frames.size() >= 2 + kLibcStart.size());
+        CHECK(frames[0].function == "cfi_compare");
+        CHECK(frames[0].line == marked_line(src, "cfi-compare-malloc"));
+        // qsort's own frames (its merge sort recursing), all in libc, then main.
+        size_t i = 1;
+        while (i < frames.size() && ends_with(frames[i].module, "/libc.so.6") && frames[i].function != "__libc_start_call_main")
+            ++i;
+        std::set<std::string> sort_frames;
+        for (size_t k = 1; k < i; k++) sort_frames.insert(frames[k].function);
+        CHECK_MESSAGE(sort_frames.count("__qsort_r"), "no __qsort_r between cfi_compare and main");
+        REQUIRE(i + 1 + kLibcStart.size() == frames.size());
+        CHECK(frames[i].function == "main");
+        CHECK(frames[i].line == marked_line(src, "cfi-main-calls-qsort"));
+        for (size_t k = 0; k < kLibcStart.size(); k++) CHECK(frames[i + 1 + k].function == kLibcStart[k]);
+    }
+    SUBCASE("out of a shared library without frame pointers") {
+        const auto r = with_size(resolved, STK_CFI_SHLIB);
+        REQUIRE(r.size() == 1);
+        check_whole_stack(r[0].frames, "/stack_cfi",
+                          {{"cfi_lib_inner", "/libstackcfi.so", marked_line(lib_src, "cfi-lib-inner-malloc")},
+                           {"cfi_lib_outer", "/libstackcfi.so", marked_line(lib_src, "cfi-lib-outer-calls-inner")},
+                           {"main", "", marked_line(src, "cfi-main-calls-lib")}});
+    }
+    SUBCASE("every walk ended at the outermost frame, each caller found from a row") {
+        const json::object u = unwind_stats(t);
+        MESSAGE("unwind stats: ", json::serialize(u));
+        const json::object s = stats_object(t);
+        CHECK(need_u64(u, "walks_complete", "unwind") == stat_u64(s, "stacks_captured"));
+        for (const char* key : {"walks_truncated", "walks_unsupported", "walks_read_failed", "walks_bad_frame",
+                                "walks_without_tables", "frame_pointer_frames", "describe_errors", "tables_full"})
+            CHECK_MESSAGE(need_u64(u, key, "unwind") == 0, key);
+        CHECK(need_u64(u, "cfi_frames", "unwind") > 0);
+    }
+}
+
+TEST_CASE("stacks: the same program walked by frame pointer (--unwind fp) loses its callers") {
+    ROOT_SUITE_GUARD();
+    // What the CFI walk is for: with rbp clobbered, frame pointers cannot reach main.
+    TempDir dir;
+    Tracked t = track_and_dump(dir, {fixture("stack_cfi")}, {"--unwind", "fp"});
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_common(t);
+    const auto r = with_size(dump_resolved(t.result.artifact), STK_CFI_CHAIN);
+    REQUIRE(r.size() == 1);
+    INFO("frames:", show(r[0].frames));
+    REQUIRE(!r[0].frames.empty());
+    CHECK(r[0].frames[0].function == "cfi_c");
+    for (const ResolvedFrame& f : r[0].frames) CHECK(f.function != "main");
+}
+
+TEST_CASE("stacks: C++ at -O2 without frame pointers: every vector growth unwinds to main") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    Tracked t = track_and_dump(dir, {fixture("stack_cfi_cxx")});
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_common(t);
+    check_stack_stats(t);
+    // Capacity doubles from 1 to STK_CFI_CXX_ELEMS: one allocation per power of two.
+    std::set<uint64_t> sizes;
+    std::map<uint64_t, std::string> expected;
+    for (uint64_t n = 1; n <= STK_CFI_CXX_ELEMS; n *= 2) {
+        sizes.insert(n * sizeof(unsigned));
+        expected[n * sizeof(unsigned)] = "Malloc x1";
+    }
+    CHECK(show(tally_by_size(t.events, sizes)) == show(expected));
+    const std::string src = "stack_cfi_cxx.cpp";
+    const std::vector<Resolved> resolved = dump_resolved(t.result.artifact);
+    for (uint64_t size : sizes) {
+        const auto r = with_size(resolved, size);
+        REQUIRE(r.size() == 1);
+        const auto& frames = r[0].frames;
+        INFO("size ", size, ", frames:", show(frames));
+        // The vector's growth code (inlined or not), then cfi_grow at the push_back, main, glibc.
+        size_t i = 0;
+        while (i < frames.size() && frames[i].function.starts_with("std::")) ++i;
+        REQUIRE(i + 2 + kLibcStart.size() == frames.size());
+        CHECK(frames[i].function == "cfi_grow");
+        CHECK(frames[i].line == marked_line(src, "cfi-grow-push-back"));
+        CHECK(frames[i + 1].function == "main");
+        CHECK(frames[i + 1].line == marked_line(src, "cfi-main-calls-grow"));
+        for (size_t k = 0; k < kLibcStart.size(); k++) CHECK(frames[i + 2 + k].function == kLibcStart[k]);
+    }
 }
 
 TEST_CASE("stacks: 100k allocations from 10 call sites send about 10 stacks") {

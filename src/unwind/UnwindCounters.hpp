@@ -1,0 +1,30 @@
+#pragma once
+// What UnwindTables did (user space's side of the CFI walk), for the stats.
+#include <cstdint>
+
+namespace memtrack {
+
+struct UnwindCounters {
+    uint64_t objects = 0;          // objects whose tables were built
+    uint64_t objects_without_cfi = 0;  // built with no rows (walked by frame pointer)
+    uint64_t objects_failed = 0;   // could not be read or compiled (walked by frame pointer)
+    uint64_t objects_shared = 0;   // another file with a build-id already loaded
+    uint64_t rows = 0;             // rows in the BPF array
+    uint64_t rows_capacity = 0;
+    uint64_t tables_full = 0;      // objects left out because the array was full
+    uint64_t build_ns = 0;         // building and loading tables
+    uint64_t processes = 0;        // process descriptions written
+    uint64_t describe_errors = 0;  // descriptions that failed (the process is walked by frame pointer)
+    uint64_t mappings_left_out = 0;  // executable mappings past MT_UNWIND_MAPPINGS
+    // The BPF walker's (record.h's MT_COUNTER_UNWIND_*).
+    uint64_t cfi_frames = 0;
+    uint64_t fp_frames = 0;
+    uint64_t walks_without_tables = 0;
+    uint64_t walks_complete = 0;
+    uint64_t walks_truncated = 0;
+    uint64_t walks_unsupported = 0;
+    uint64_t walks_read_failed = 0;
+    uint64_t walks_bad_frame = 0;
+};
+
+}  // namespace memtrack

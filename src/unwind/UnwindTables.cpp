@@ -1,0 +1,157 @@
+#include "unwind/UnwindTables.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+#include "bpf/unwind.h"
+#include "core/Clock.hpp"
+#include "core/Log.hpp"
+#include "probes/BpfSession.hpp"
+#include "probes/MappedObjects.hpp"
+#include "symbols/ProcessMaps.hpp"
+
+namespace memtrack {
+
+namespace {
+
+size_t rows_bytes(uint32_t capacity) {
+    const size_t page = size_t(::sysconf(_SC_PAGESIZE));
+    return (size_t(capacity) * sizeof(mt_unwind_row) + page - 1) / page * page;
+}
+
+// The vaddr a mapping's first byte holds: through the load segment its file offset falls in.
+std::optional<uint64_t> vaddr_at_start(const std::vector<LoadSegment>& segments, uint64_t offset) {
+    const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
+    for (const LoadSegment& s : segments) {
+        if (!s.executable) continue;
+        const uint64_t first = s.offset & ~(page - 1);
+        if (offset >= first && offset < s.offset + s.filesz) return s.vaddr - (s.offset - offset);
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<UnwindTables>> UnwindTables::open(BpfSession& bpf) {
+    std::unique_ptr<UnwindTables> t(new UnwindTables(bpf.unwind_rows_fd(), bpf.unwind_procs_fd(), bpf.unwind_rows_capacity()));
+    if (t->capacity_ == 0) return t;
+    void* p = ::mmap(nullptr, rows_bytes(t->capacity_), PROT_READ | PROT_WRITE, MAP_SHARED, t->rows_fd_, 0);
+    if (p == MAP_FAILED) return errno_error("mmap", "unwind rows map");
+    t->rows_ = static_cast<mt_unwind_row*>(p);
+    t->counters_.rows_capacity = t->capacity_;
+    t->publish();
+    return t;
+}
+
+UnwindTables::UnwindTables(int rows_fd, int procs_fd, uint32_t capacity)
+    : rows_fd_(rows_fd), procs_fd_(procs_fd), capacity_(capacity) {}
+
+UnwindTables::~UnwindTables() {
+    if (rows_) ::munmap(rows_, rows_bytes(capacity_));
+}
+
+std::shared_ptr<const UnwindTables::Object> UnwindTables::load(const std::string& path) {
+    const uint64_t t0 = monotonic_ns();
+    auto table = build_cfi_table(path);
+    auto o = std::make_shared<Object>();
+    if (!table) {
+        ++counters_.objects_failed;
+        log::info("unwind: no table for {} ({}): walked by frame pointer", path, table.error().message());
+        counters_.build_ns += monotonic_ns() - t0;
+        return o;
+    }
+    o->segments = table->segments;
+    if (!table->build_id.empty()) {
+        if (auto it = by_build_id_.find(table->build_id); it != by_build_id_.end()) {
+            ++counters_.objects_shared;
+            counters_.build_ns += monotonic_ns() - t0;
+            return it->second;
+        }
+    }
+    const auto& rows = table->rows;
+    ++counters_.objects;
+    if (rows.empty()) {
+        ++counters_.objects_without_cfi;
+    } else if (rows.size() > capacity_ - used_) {
+        ++counters_.tables_full;
+        if (!full_warned_) {
+            full_warned_ = true;
+            log::warn("unwind tables full ({} rows): {} and later objects are walked by frame pointer "
+                      "(raise --unwind-rows)", capacity_, path);
+        }
+    } else {
+        std::memcpy(rows_ + used_, rows.data(), rows.size() * sizeof(mt_unwind_row));
+        o->row_first = used_;
+        o->row_count = uint32_t(rows.size());
+        used_ += uint32_t(rows.size());
+        counters_.rows = used_;
+    }
+    if (!table->build_id.empty()) by_build_id_.emplace(table->build_id, o);
+    counters_.build_ns += monotonic_ns() - t0;
+    log::info("unwind: {}: {} rows in {:.1f} ms", path, rows.size(), double(monotonic_ns() - t0) / 1e6);
+    return o;
+}
+
+std::shared_ptr<const UnwindTables::Object> UnwindTables::object(pid_t pid, const std::string& path, uint64_t dev,
+                                                                 uint64_t ino) {
+    const auto key = std::make_pair(dev, ino);
+    if (auto it = by_file_.find(key); it != by_file_.end()) return it->second;
+    auto o = load(openable_path(pid, path, dev, ino));
+    by_file_.emplace(key, o);
+    return o;
+}
+
+UnwindCounters UnwindTables::counters() const {
+    std::lock_guard lock(published_mu_);
+    return published_;
+}
+
+void UnwindTables::publish() {
+    std::lock_guard lock(published_mu_);
+    published_ = counters_;
+}
+
+Result<void> UnwindTables::describe(pid_t pid) {
+    if (capacity_ == 0) return {};
+    auto r = write_description(pid);
+    if (!r) ++counters_.describe_errors;
+    publish();
+    return r;
+}
+
+Result<void> UnwindTables::write_description(pid_t pid) {
+    auto maps = ProcessMaps::read(pid);
+    if (!maps) return maps.error();
+    auto desc = std::make_unique<mt_unwind_process>();
+    std::memset(desc.get(), 0, sizeof(*desc));
+    for (const Mapping& m : maps->mappings()) {
+        if (!m.executable || m.anonymous() || !m.path.starts_with("/") || m.inode == 0) continue;
+        if (m.path.ends_with(" (deleted)")) continue;  // no file to read the CFI from
+        if (desc->count == MT_UNWIND_MAPPINGS) {
+            ++counters_.mappings_left_out;
+            continue;
+        }
+        auto o = object(pid, m.path, m.dev, m.inode);
+        auto at = vaddr_at_start(o->segments, m.offset);
+        if (!at || o->row_count == 0) continue;  // walked by frame pointer
+        mt_unwind_mapping& d = desc->maps[desc->count++];
+        d.start = m.start;
+        d.end = m.end;
+        d.bias = m.start - *at;
+        d.row_first = o->row_first;
+        d.row_count = o->row_count;
+    }
+    const uint32_t key = uint32_t(pid);
+    if (bpf_map_update_elem(procs_fd_, &key, desc.get(), BPF_ANY) != 0)
+        return errno_error("bpf_map_update_elem", "unwind_procs");
+    ++counters_.processes;
+    return {};
+}
+
+}  // namespace memtrack

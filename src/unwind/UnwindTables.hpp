@@ -1,0 +1,67 @@
+#pragma once
+// The unwind tables the BPF stack walker follows (src/bpf/unwind.h): every object's rows in one
+// BPF array, written once per object (cached by file, then by build-id, so a second process of a
+// binary costs a lookup), and each process's executable mappings with their biases.
+// Not an actor: ProcessLinks calls it on its strand while the process is held for new code, so
+// a process never runs code whose tables are missing.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/Result.hpp"
+#include "unwind/CfiTable.hpp"
+#include "unwind/UnwindCounters.hpp"
+
+struct mt_unwind_row;
+
+namespace memtrack {
+
+class BpfSession;
+
+class UnwindTables {
+public:
+    // Maps the rows array of `bpf` (nothing to do when the walker is off: describe() is a no-op).
+    static Result<std::unique_ptr<UnwindTables>> open(BpfSession& bpf);
+    ~UnwindTables();
+    UnwindTables(const UnwindTables&) = delete;
+    UnwindTables& operator=(const UnwindTables&) = delete;
+
+    // Reads pid's executable mappings and hands them to the walker, building the tables of the
+    // objects met for the first time. An object without usable CFI is walked by frame pointer.
+    Result<void> describe(pid_t pid);
+    // User space's counters, from any thread.
+    UnwindCounters counters() const;
+
+private:
+    // An object's rows in the array, and what turns its mappings' offsets into vaddrs.
+    struct Object {
+        uint32_t row_first = 0;
+        uint32_t row_count = 0;  // 0: no table
+        std::vector<LoadSegment> segments;
+    };
+    UnwindTables(int rows_fd, int procs_fd, uint32_t capacity);
+    Result<void> write_description(pid_t pid);
+    void publish();
+    std::shared_ptr<const Object> object(pid_t pid, const std::string& path, uint64_t dev, uint64_t ino);
+    std::shared_ptr<const Object> load(const std::string& path);
+
+    int rows_fd_ = -1;
+    int procs_fd_ = -1;
+    mt_unwind_row* rows_ = nullptr;  // the mmapped array
+    uint32_t capacity_ = 0;
+    uint32_t used_ = 0;
+    std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<const Object>> by_file_;  // (dev, ino)
+    std::map<std::string, std::shared_ptr<const Object>> by_build_id_;
+    UnwindCounters counters_;  // the caller's strand only
+    mutable std::mutex published_mu_;
+    UnwindCounters published_;  // counters_ as of the last describe(), for any thread
+    bool full_warned_ = false;
+};
+
+}  // namespace memtrack
