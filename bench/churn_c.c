@@ -2,7 +2,10 @@
 // turn) over 64 live blocks of 16..2063 bytes, each malloc/calloc replacing (freeing) the block
 // in its slot, each realloc growing or shrinking it. So N allocation calls and about 3N/4 frees.
 //
-//   churn_c [N]   (default 1000000)
+//   churn_c [N [DEPTH]]   (default 1000000 calls, made DEPTH (default 0) calls below main)
+//
+// DEPTH puts the loop under that many frames of a recursion, so a stack walk has real work: a
+// program's allocations are rarely made from main itself.
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -10,12 +13,12 @@
 
 static void *volatile slots[SLOTS];
 
-int main(int argc, char **argv)
+__attribute__((noinline)) static int churn(long n, int depth)
 {
-	const long n = argc > 1 ? atol(argv[1]) : 1000000;
-	if (n < 0) {
-		fprintf(stderr, "usage: churn_c [N]\n");
-		return 2;
+	if (depth > 0) {
+		int r = churn(n, depth - 1);
+		slots[0] = slots[0]; /* work after the call: no tail call, the frame stays */
+		return r;
 	}
 	for (long i = 0; i < n; ++i) {
 		const unsigned s = (unsigned)i % SLOTS;
@@ -40,7 +43,19 @@ int main(int argc, char **argv)
 		p[0] = (char)i; /* touch the block */
 		slots[s] = p;
 	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const long n = argc > 1 ? atol(argv[1]) : 1000000;
+	const int depth = argc > 2 ? atoi(argv[2]) : 0;
+	if (n < 0 || depth < 0 || depth > 1000) {
+		fprintf(stderr, "usage: churn_c [N [DEPTH]]\n");
+		return 2;
+	}
+	int r = churn(n, depth);
 	for (unsigned s = 0; s < SLOTS; ++s)
 		free(slots[s]);
-	return 0;
+	return r;
 }

@@ -5,8 +5,9 @@
 #                    [--report] [--allocators] [--reps N] [--scale F] [--system-libc] [--keep]
 #
 # Sections (all of them when none is named):
-#   --overhead  each workload (flood, churn_c, churn_cxx) untracked and under memtrack (default,
-#               --no-stacks, --probe-at-entry --no-stacks), heaptrack, bpftrace (a counting
+#   --overhead  each workload (flood, churn_c, churn_cxx, churn_nofp: churn_c without frame pointers,
+#               8 frames below main) untracked and under memtrack (default: stacks walked by CFI,
+#               --unwind fp, --no-stacks, --probe-at-entry --no-stacks), heaptrack, bpftrace (a counting
 #               uprobe script), valgrind massif, and the trap floor (bench/trap_floor: empty BPF
 #               programs on memtrack's probes, at its placed offsets and at the entries).
 #   --pressure  a small ring and a slowed consumer, resume at 25 % (default) vs resume at empty;
@@ -132,7 +133,7 @@ echo "bench: building (scripts/build.sh)" >&2
 build_t0=$EPOCHREALTIME
 "$ROOT/scripts/build.sh"
 BUILD_S=$(awk -v a="$build_t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
-for b in "$MEMTRACK" "$BIN/flood" "$BIN/churn_c" "$BIN/churn_cxx" "$BIN/callsites" "$BIN/trap_floor" "$BIN/consumer_throughput" \
+for b in "$MEMTRACK" "$BIN/flood" "$BIN/churn_c" "$BIN/churn_nofp" "$BIN/churn_cxx" "$BIN/callsites" "$BIN/trap_floor" "$BIN/consumer_throughput" \
     "$BIN/report_artifact" "$BIN/artifact_read" "$BIN/symbol_throughput"; do
     [[ -x "$b" ]] || die "$b was not built"
 done
@@ -230,6 +231,7 @@ run() {
     untracked) cmd=("$@") ;;
     memtrack) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" -- "$@") ;;
     memtrack-nostacks) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --no-stacks -- "$@") ;;
+    memtrack-fp) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --unwind fp -- "$@") ;;
     memtrack-entry) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --no-stacks --probe-at-entry -- "$@") ;;
     memtrack-wakeall) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --no-stacks --wakeup-fill 0 -- "$@") ;;
     heaptrack) cmd=(heaptrack -o "$WORK/out/heaptrack.$tag" "$@") ;;
@@ -333,10 +335,10 @@ echo "- peers: $(heaptrack --version 2>&1 | head -n1), $(valgrind --version), $(
 echo "- build lock wait: $LOCK_WAIT_S s; build (scripts/build.sh): $BUILD_S s"
 
 # ---- overhead ----
-WORKLOADS=(flood churn_c churn_cxx)
-TOOLS=(untracked memtrack memtrack-nostacks memtrack-wakeall memtrack-entry floor floor-entry bpftrace heaptrack massif)
+WORKLOADS=(flood churn_c churn_cxx churn_nofp)
+TOOLS=(untracked memtrack memtrack-fp memtrack-nostacks memtrack-wakeall memtrack-entry floor floor-entry bpftrace heaptrack massif)
 declare -A TOOL_LABEL=(
-    [untracked]="untracked" [memtrack]="memtrack" [memtrack-nostacks]="memtrack --no-stacks"
+    [untracked]="untracked" [memtrack]="memtrack" [memtrack-fp]="memtrack --unwind fp" [memtrack-nostacks]="memtrack --no-stacks"
     [memtrack-entry]="memtrack --no-stacks --probe-at-entry" [floor]="trap floor (placed)"
     [memtrack-wakeall]="memtrack --no-stacks --wakeup-fill 0"
     [floor-entry]="trap floor (entry)" [bpftrace]="bpftrace (counting)" [heaptrack]="heaptrack"
@@ -346,10 +348,11 @@ workload_cmd() { # NAME SIZE -> the command line
     case "$1" in
     flood) echo "$BIN/flood 1 $2" ;;
     churn_c) echo "$BIN/churn_c $2" ;;
+    churn_nofp) echo "$BIN/churn_nofp $2 8" ;;
     churn_cxx) echo "$BIN/churn_cxx $2" ;;
     esac
 }
-declare -A WL_N=([flood]=$FLOOD_N [churn_c]=$CHURN_C_N [churn_cxx]=$CHURN_CXX_N)
+declare -A WL_N=([flood]=$FLOOD_N [churn_c]=$CHURN_C_N [churn_cxx]=$CHURN_CXX_N [churn_nofp]=$CHURN_C_N)
 
 if on overhead; then
     begin_section "Overhead"
@@ -365,7 +368,7 @@ if on overhead; then
             done
         done
     done
-    echo "Sizes: flood 1 $FLOOD_N (malloc+free pairs), churn_c $CHURN_C_N (allocation calls), churn_cxx $CHURN_CXX_N (rounds)."
+    echo "Sizes: flood 1 $FLOOD_N (malloc+free pairs), churn_c and churn_nofp $CHURN_C_N (allocation calls; churn_nofp 8 frames below main), churn_cxx $CHURN_CXX_N (rounds)."
     echo "Medians of $REPS runs. Wall: elapsed time; CPU: user + system time of the tool and the command"
     echo "(getrusage of the tool and all it reaped), less sensitive to the machine's load than wall time."
     echo "net us/alloc: (T(N) - T(1)) / (A(N) - A(1)) minus the untracked run's; x floor: net us/alloc"
@@ -414,7 +417,7 @@ if on overhead; then
         done
     done
     echo
-    echo "Allocation events counted by memtrack (A(N) - A(1)): flood ${ALLOCS[flood]}, churn_c ${ALLOCS[churn_c]}, churn_cxx ${ALLOCS[churn_cxx]}."
+    echo "Allocation events counted by memtrack (A(N) - A(1)): flood ${ALLOCS[flood]}, churn_c ${ALLOCS[churn_c]}, churn_cxx ${ALLOCS[churn_cxx]}, churn_nofp ${ALLOCS[churn_nofp]}."
     echo "The untracked rows' net columns (in parentheses) are the workload's own cost per allocation, already"
     echo "subtracted from the other rows. heaptrack does not follow fork(): under flood it traces only the parent,"
     echo "not the writer, so that row measures nothing (its churn rows are valid). bpftrace probes malloc (entry"
@@ -430,6 +433,7 @@ if on overhead; then
             "placement saves $(fmt "$(calc "${NET[$wl,memtrack-entry]} - ${NET[$wl,memtrack-nostacks]}")" '%.2f') / $(fmt "$(calc "${NETC[$wl,memtrack-entry]} - ${NETC[$wl,memtrack-nostacks]}")" '%.2f') us/alloc;" \
             "memtrack / bpftrace $(ratio "$wl" memtrack bpftrace); memtrack --no-stacks / bpftrace $(ratio "$wl" memtrack-nostacks bpftrace);" \
             "stack capture: memtrack / --no-stacks $(ratio "$wl" memtrack memtrack-nostacks);" \
+            "memtrack (CFI walk) / placed floor $(ratio "$wl" memtrack floor); memtrack --unwind fp / placed floor $(ratio "$wl" memtrack-fp floor);" \
             "a wake-up per record (--wakeup-fill 0) / --no-stacks $(ratio "$wl" memtrack-wakeall memtrack-nostacks)"
     done
     st_up=$(for f in "$WORK"/log/*__memtrack__1__r*.log; do sed -n 's/.*start-up took \([0-9.]*\) ms.*/\1/p' "$f"; done >"$WORK/t/.su"; median "$WORK/t/.su")
