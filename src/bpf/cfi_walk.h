@@ -10,6 +10,13 @@
  * bpf_get_stack would. Pending uretprobes have replaced return addresses on the stack with the
  * kernel's trampoline; the walk puts back the original from the thread's return instances,
  * matched by stack slot.
+ *
+ * The rows found for each pc are kept in a per-CPU cache keyed by (process, its description's
+ * generation, pc): allocation sites repeat, and a hit replaces both binary searches.
+ *
+ * Stack slots are read from a copy of the stack from sp to the end of the next page (two reads,
+ * the second failing harmlessly where the stack ends): a copy costs about what two single-slot
+ * reads do, and a walk reads up to two slots a frame. Slots past the copy are read one by one.
  */
 #ifndef MEMTRACK_CFI_WALK_H
 #define MEMTRACK_CFI_WALK_H
@@ -34,16 +41,80 @@ struct {
 	__type(value, struct mt_unwind_process);
 } unwind_procs SEC(".maps");
 
+#define MT_STACK_COPY_PAGE 4096
+#define MT_STACK_COPY_BYTES (2 * MT_STACK_COPY_PAGE)
+
+struct stack_copy {
+	__u64 words[MT_STACK_COPY_BYTES / 8];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct stack_copy);
+} stack_copy_scratch SEC(".maps");
+
+/*
+ * Always 0, and the verifier cannot know it (user space could write .bss). A value passed
+ * through it (opaque) is any value to the verifier: the frame count and the binary searches'
+ * bounds are, so states that differ only by them are one state, and the verifier's passes over
+ * the frame loop and the searches converge instead of following every path (it then needs the
+ * masks below to bound each index).
+ */
+__u32 opaque_zero;
+
+static __always_inline __u32 opaque(__u32 v)
+{
+	__u32 zero = *(volatile __u32 *)&opaque_zero;
+	return (v ^ zero) ^ zero;
+}
+
+struct row_cache_entry {
+	__u64 pc;
+	__u32 tgid;
+	__u32 generation;
+	struct mt_unwind_row row;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MT_ROW_CACHE_SLOTS); /* resized before load: MT_ROW_CACHE_SLOTS per CPU */
+	__type(key, __u32);
+	__type(value, struct row_cache_entry);
+} row_cache SEC(".maps");
+
 struct cfi_walk {
 	__u64 pc, sp, bp;
 	__u64 ri;       /* the next pending return instance, 0: none */
 	__u64 ri_stack; /* the stack slot its trampoline address sits in */
 	__u64 ri_orig;  /* the return address it replaced */
 	struct mt_unwind_process *proc;
+	/* The mapping of the previous frame, copied (callers are often in it); end 0: none. */
+	struct mt_unwind_mapping map;
 	__u64 *ips;
+	struct stack_copy *copy;
+	__u64 copy_base;  /* the address copy->words[0] holds */
+	__u32 copy_bytes; /* how much of the stack from copy_base is in the copy */
 	__u32 n;
 	__u32 max;
+	__u32 cfi_frames, fp_frames;
+	__u32 tgid, generation;
+	__u32 cache_base; /* this CPU's first slot in row_cache */
 };
+
+/* The 8 bytes of stack at addr, from the copy when it holds them. */
+static __always_inline int read_stack(struct cfi_walk *w, __u64 addr, __u64 *out)
+{
+	__u64 off = addr - w->copy_base;
+	struct stack_copy *c = w->copy;
+	if (c && off < w->copy_bytes && !(off & 7)) {
+		/* The mask only restates off < copy_bytes <= MT_STACK_COPY_BYTES for the verifier. */
+		*out = c->words[(off / 8) & (MT_STACK_COPY_BYTES / 8 - 1)];
+		return 0;
+	}
+	return bpf_probe_read_user(out, sizeof(*out), (void *)addr);
+}
 
 static __always_inline void ri_load(struct cfi_walk *w, __u64 ri);
 
@@ -69,33 +140,51 @@ static __always_inline void ri_load(struct cfi_walk *w, __u64 ri)
 /* The return address stored at `slot`, as the program put it there. */
 static __always_inline int read_return_address(struct cfi_walk *w, __u64 slot, __u64 *ra)
 {
-	/* Instances below the slot belong to frames already passed (or popped, like the probed call's). */
-	for (int i = 0; i < 4 && w->ri && w->ri_stack < slot; i++)
+	/* An instance below the slot belongs to a frame already passed (or popped, like the probed
+	 * call's): each frame moves up at least one slot, so one step a frame keeps up. */
+	if (w->ri && w->ri_stack < slot)
 		ri_next(w);
 	if (w->ri && w->ri_stack == slot) {
 		*ra = w->ri_orig;
 		ri_next(w);
 		return 0;
 	}
-	return bpf_probe_read_user(ra, sizeof(*ra), (void *)slot);
+	return read_stack(w, slot, ra);
 }
 
-/* The process's mapping covering pc, or NULL. */
-static __always_inline struct mt_unwind_mapping *find_mapping(struct mt_unwind_process *p, __u64 pc)
+/*
+ * The address of p->maps[i]. The search reads the mappings through bpf_probe_read_kernel at
+ * such addresses instead of indexing the map value: an index into a map value must be precise
+ * to the verifier, which then cannot merge the search's paths (the binary search alone went past
+ * its 1M-instruction limit).
+ */
+static __always_inline __u64 mapping_address(struct mt_unwind_process *p, __u32 i)
+{
+	return (__u64)p + __builtin_offsetof(struct mt_unwind_process, maps) +
+	       (__u64)(i & (MT_UNWIND_MAPPINGS - 1)) * sizeof(struct mt_unwind_mapping);
+}
+
+/* Copies the process's mapping covering pc into out; false when there is none. */
+static __always_inline bool find_mapping(struct mt_unwind_process *p, __u64 pc, struct mt_unwind_mapping *out)
 {
 	__u32 count = p->count;
 	if (count == 0 || count > MT_UNWIND_MAPPINGS)
-		return NULL;
+		return false;
 	__u32 lo = 0, hi = count; /* the answer is the last mapping in [lo, hi) starting at or below pc */
 	for (int k = 0; k < 9 && hi - lo > 1; k++) {
+		lo = opaque(lo);
+		hi = opaque(hi);
 		__u32 mid = (lo + hi) / 2;
-		if (p->maps[mid & (MT_UNWIND_MAPPINGS - 1)].start <= pc)
+		__u64 start = ~0ULL;
+		bpf_probe_read_kernel(&start, sizeof(start), (void *)mapping_address(p, mid));
+		if (start <= pc)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	struct mt_unwind_mapping *m = &p->maps[lo & (MT_UNWIND_MAPPINGS - 1)];
-	return pc >= m->start && pc < m->end ? m : NULL;
+	if (bpf_probe_read_kernel(out, sizeof(*out), (void *)mapping_address(p, lo)) != 0)
+		return false;
+	return pc >= out->start && pc < out->end;
 }
 
 /* The row in force at vaddr among the object's rows, or NULL (MT_CFA_NONE then). */
@@ -105,6 +194,8 @@ static __always_inline struct mt_unwind_row *find_row(struct mt_unwind_mapping *
 	if (m->row_count == 0 || vaddr > 0xffffffffULL)
 		return NULL;
 	for (int k = 0; k < 23 && hi - lo > 1; k++) {
+		lo = opaque(lo);
+		hi = opaque(hi);
 		__u32 mid = lo + (hi - lo) / 2;
 		struct mt_unwind_row *r = bpf_map_lookup_elem(&unwind_rows, &mid);
 		if (!r)
@@ -126,8 +217,7 @@ static __always_inline long frame_pointer_step(struct cfi_walk *w)
 		count(MT_COUNTER_UNWIND_COMPLETE); /* no frame pointer to follow: as far as it goes */
 		return 1;
 	}
-	if (bpf_probe_read_user(&saved_bp, sizeof(saved_bp), (void *)bp) != 0 ||
-	    read_return_address(w, bp + 8, &ra) != 0) {
+	if (read_stack(w, bp, &saved_bp) != 0 || read_return_address(w, bp + 8, &ra) != 0) {
 		count(MT_COUNTER_UNWIND_READ_FAILED);
 		return 1;
 	}
@@ -143,9 +233,29 @@ static __always_inline long cfi_step(struct cfi_walk *w)
 {
 	/* Every pc after frame 0's registers is a return address: the call is the byte before. */
 	__u64 at = w->pc - 1;
-	struct mt_unwind_mapping *m = w->proc ? find_mapping(w->proc, at) : NULL;
-	struct mt_unwind_row *r = m ? find_row(m, at - m->bias) : NULL;
-	__u32 type = r ? mt_unwind_cfa_type(r) : MT_CFA_NONE;
+	struct mt_unwind_row row = {};
+	__u32 slot = w->cache_base + (((__u32)(at ^ (at >> 12)) * 2654435761u >> 20) & (MT_ROW_CACHE_SLOTS - 1));
+	struct row_cache_entry *e = w->proc ? bpf_map_lookup_elem(&row_cache, &slot) : NULL;
+	if (e && e->pc == at && e->tgid == w->tgid && e->generation == w->generation) {
+		row = e->row;
+	} else {
+		struct mt_unwind_mapping *m = &w->map;
+		if (at < m->start || at >= m->end) {
+			if (!w->proc || !find_mapping(w->proc, at, m))
+				m->start = m->end = 0;
+		}
+		struct mt_unwind_row *r = m->end ? find_row(m, at - m->bias) : NULL;
+		if (r)
+			row = *r;
+		if (e) {
+			e->pc = at;
+			e->tgid = w->tgid;
+			e->generation = w->generation;
+			e->row = row;
+		}
+	}
+	struct mt_unwind_row *r = &row;
+	__u32 type = mt_unwind_cfa_type(r);
 	__u64 cfa;
 	switch (type) {
 	case MT_CFA_NONE:
@@ -179,7 +289,7 @@ static __always_inline long cfi_step(struct cfi_walk *w)
 	case MT_RBP_SAME:
 		break;
 	case MT_RBP_AT_CFA:
-		if (bpf_probe_read_user(&w->bp, sizeof(w->bp), (void *)(cfa + (__s64)r->rbp_off8 * 8)) != 0) {
+		if (read_stack(w, cfa + (__s64)r->rbp_off8 * 8, &w->bp) != 0) {
 			count(MT_COUNTER_UNWIND_READ_FAILED);
 			return 1;
 		}
@@ -197,7 +307,7 @@ static __always_inline long cfi_step(struct cfi_walk *w)
 static long cfi_frame(__u64 i, void *ctx)
 {
 	struct cfi_walk *w = ctx;
-	__u32 n = w->n;
+	__u32 n = opaque(w->n);
 	if (n >= w->max || n >= MT_MAX_FRAMES) {
 		count(MT_COUNTER_UNWIND_TRUNCATED);
 		return 1;
@@ -215,6 +325,13 @@ static long cfi_frame(__u64 i, void *ctx)
  * Fills ips (MT_MAX_FRAMES entries) from the registers at an allocator's return: frame 0 is the
  * return address into the caller. Returns the number of frames.
  */
+static __always_inline void count_n(__u32 idx, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+	if (v && n)
+		__sync_fetch_and_add(v, n);
+}
+
 static __always_inline __u32 cfi_walk_stack(struct pt_regs *ctx, __u32 tgid, __u64 *ips, __u32 max)
 {
 	struct cfi_walk w = {
@@ -227,9 +344,29 @@ static __always_inline __u32 cfi_walk_stack(struct pt_regs *ctx, __u32 tgid, __u
 	w.proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
 	if (!w.proc)
 		count(MT_COUNTER_UNWIND_NO_TABLES);
+	else
+		w.generation = w.proc->generation;
+	w.tgid = tgid;
+	w.cache_base = bpf_get_smp_processor_id() * MT_ROW_CACHE_SLOTS;
+	__u32 zero = 0;
+	w.copy = bpf_map_lookup_elem(&stack_copy_scratch, &zero);
+	if (w.copy) {
+		/* sp's own page is mapped (it is the stack): it can always be copied. */
+		__u32 first = MT_STACK_COPY_PAGE - (w.sp & (MT_STACK_COPY_PAGE - 1));
+		w.copy_base = w.sp;
+		if (first <= MT_STACK_COPY_PAGE && bpf_probe_read_user(w.copy->words, first, (void *)w.sp) == 0) {
+			w.copy_bytes = first;
+			if (bpf_probe_read_user((char *)w.copy->words + first, MT_STACK_COPY_PAGE, (void *)(w.sp + first)) == 0)
+				w.copy_bytes = first + MT_STACK_COPY_PAGE;
+		} else {
+			w.copy = NULL;
+		}
+	}
 	struct task_struct *task = bpf_get_current_task_btf();
 	ri_load(&w, (__u64)BPF_CORE_READ(task, utask, return_instances));
 	bpf_loop(MT_MAX_FRAMES + 1, cfi_frame, &w, 0);
+	count_n(MT_COUNTER_UNWIND_CFI_FRAMES, w.cfi_frames);
+	count_n(MT_COUNTER_UNWIND_FP_FRAMES, w.fp_frames);
 	return w.n;
 }
 

@@ -675,66 +675,66 @@ int alloc_return(struct pt_regs *ctx)
 	if (!recording)
 		return 0;
 
-	__u64 ret = PT_REGS_RC(ctx);
-	__u64 size;
+	/* One allocation event, whatever the function: the stack capture is inlined once. */
+	__u64 ret = PT_REGS_RC(ctx), addr = ret, size = st->arg0, old_addr = 0;
+	__u32 kind = MT_KIND_MALLOC, flags = 0;
 	switch (st->func) {
 	case MT_FUNC_MALLOC:
 	case MT_FUNC_NEW:
 	case MT_FUNC_VALLOC:
-		if (ret)
-			emit_allocation(ctx, MT_KIND_MALLOC, ret, st->arg0, 0, 0);
 		break;
 	case MT_FUNC_NEW_ALIGNED:
 	case MT_FUNC_MALLOC_ALIGNED:
-		if (ret)
-			emit_allocation(ctx, MT_KIND_ALIGNED_ALLOC, ret, st->arg0, 0, 0);
+		kind = MT_KIND_ALIGNED_ALLOC;
 		break;
 	case MT_FUNC_CALLOC_ALIGNED:
-		if (ret)
-			emit_allocation(ctx, MT_KIND_ALIGNED_ALLOC, ret, st->arg0 * st->arg1, 0, 0);
+		kind = MT_KIND_ALIGNED_ALLOC;
+		size = st->arg0 * st->arg1;
 		break;
 	case MT_FUNC_MALLOCX:
 		/* An alignment makes it an AlignedAlloc (zeroed or not); zeroing alone a Calloc. */
-		if (ret)
-			emit_allocation(ctx,
-					(st->arg1 & MT_MALLOCX_LG_ALIGN_MASK) ? MT_KIND_ALIGNED_ALLOC
-					: (st->arg1 & MT_MALLOCX_ZERO)        ? MT_KIND_CALLOC
-									      : MT_KIND_MALLOC,
-					ret, st->arg0, 0, 0);
+		kind = (st->arg1 & MT_MALLOCX_LG_ALIGN_MASK) ? MT_KIND_ALIGNED_ALLOC
+		       : (st->arg1 & MT_MALLOCX_ZERO)        ? MT_KIND_CALLOC
+							     : MT_KIND_MALLOC;
 		break;
 	case MT_FUNC_ZALLOC:
-		if (ret)
-			emit_allocation(ctx, MT_KIND_CALLOC, ret, st->arg0, 0, 0);
+		kind = MT_KIND_CALLOC;
 		break;
 	case MT_FUNC_CALLOC:
-		if (ret)
-			emit_allocation(ctx, MT_KIND_CALLOC, ret, st->arg0 * st->arg1, 0, 0);
+		kind = MT_KIND_CALLOC;
+		size = st->arg0 * st->arg1;
 		break;
 	case MT_FUNC_ALIGNED_ALLOC:
-		if (ret)
-			emit_allocation(ctx, MT_KIND_ALIGNED_ALLOC, ret, st->arg1, 0, 0);
+		kind = MT_KIND_ALIGNED_ALLOC;
+		size = st->arg1;
 		break;
-	case MT_FUNC_POSIX_MEMALIGN: {
-		__u64 ptr = 0;
+	case MT_FUNC_POSIX_MEMALIGN:
 		/* The pointer comes back through the out-parameter; the return value is an errno. */
-		if ((int)ret != 0 || bpf_probe_read_user(&ptr, sizeof(ptr), (void *)st->arg0) != 0 || !ptr)
-			break;
-		emit_allocation(ctx, MT_KIND_ALIGNED_ALLOC, ptr, st->arg2, 0, 0);
+		addr = 0;
+		if ((int)ret == 0 && bpf_probe_read_user(&addr, sizeof(addr), (void *)st->arg0) != 0)
+			addr = 0;
+		kind = MT_KIND_ALIGNED_ALLOC;
+		size = st->arg2;
 		break;
-	}
 	case MT_FUNC_REALLOC:
 	case MT_FUNC_REALLOCARRAY:
 		size = st->func == MT_FUNC_REALLOC ? st->arg1 : st->arg1 * st->arg2;
-		if (ret) {
-			if (st->arg0)
-				emit_allocation(ctx, MT_KIND_REALLOC, ret, size, st->arg0, MT_FLAG_OLD_ADDR);
-			else
-				emit_allocation(ctx, MT_KIND_MALLOC, ret, size, 0, 0);
-		} else if (size == 0 && st->arg0) {
-			emit(MT_KIND_FREE, st->arg0, 0, 0, 0); /* realloc(p, 0) frees p */
+		if (!ret) {
+			if (size == 0 && st->arg0)
+				emit(MT_KIND_FREE, st->arg0, 0, 0, 0); /* realloc(p, 0) frees p */
+			return 0;
+		}
+		if (st->arg0) {
+			kind = MT_KIND_REALLOC;
+			old_addr = st->arg0;
+			flags = MT_FLAG_OLD_ADDR;
 		}
 		break;
+	default:
+		return 0;
 	}
+	if (addr)
+		emit_allocation(ctx, kind, addr, size, old_addr, flags);
 	return 0;
 }
 

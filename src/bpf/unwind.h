@@ -47,6 +47,9 @@ static inline __u8 mt_unwind_kind(__u32 cfa_type, __u32 rbp_rule)
 static inline __u32 mt_unwind_cfa_type(const struct mt_unwind_row *r) { return r->kind & 0xf; }
 static inline __u32 mt_unwind_rbp_rule(const struct mt_unwind_row *r) { return r->kind >> 4; }
 
+/* Slots per CPU of the walker's row cache (a power of two); the map has this many per CPU. */
+#define MT_ROW_CACHE_SLOTS 4096
+
 /* Executable mappings described per process; a process with more falls back for the rest. */
 #define MT_UNWIND_MAPPINGS 256
 
@@ -62,7 +65,7 @@ struct mt_unwind_mapping {
 /* A process's executable mappings, sorted by start, never overlapping (value of unwind_procs). */
 struct mt_unwind_process {
 	__u32 count;
-	__u32 reserved;
+	__u32 generation; /* new for every description user space writes: keys the walker's row cache */
 	struct mt_unwind_mapping maps[MT_UNWIND_MAPPINGS];
 };
 

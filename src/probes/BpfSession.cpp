@@ -20,6 +20,7 @@
 #include "memtrack.bpf.skel.h"
 #include "bpf/record.h"
 #include "bpf/hold.h"
+#include "bpf/unwind.h"
 #include "probes/AllocatorProbes.hpp"
 
 namespace memtrack {
@@ -109,6 +110,10 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
     s->skel_->rodata->unwind_cfi = cfi;
     if (bpf_map__set_max_entries(s->skel_->maps.unwind_rows, cfi ? cfg.unwind_rows : 1) != 0)
         fail("unwind rows resize", errno);
+    const int cpus = libbpf_num_possible_cpus();
+    if (cpus <= 0) fail("count CPUs", -cpus);
+    if (bpf_map__set_max_entries(s->skel_->maps.row_cache, cfi ? uint32_t(cpus) * MT_ROW_CACHE_SLOTS : 1) != 0)
+        fail("row cache resize", errno);
     s->skel_->rodata->wakeup_bytes = uint64_t(cfg.wakeup_fill * double(cfg.ring_bytes));
     s->per_process_ = cfg.per_process_links && kernel_signals_tasks();
     if (cfg.per_process_links && !s->per_process_)

@@ -147,6 +147,7 @@ Result<void> UnwindTables::write_description(pid_t pid) {
         d.row_first = o->row_first;
         d.row_count = o->row_count;
     }
+    desc->generation = ++generation_;
     const uint32_t key = uint32_t(pid);
     if (bpf_map_update_elem(procs_fd_, &key, desc.get(), BPF_ANY) != 0)
         return errno_error("bpf_map_update_elem", "unwind_procs");

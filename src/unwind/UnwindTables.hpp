@@ -56,6 +56,7 @@ private:
     mt_unwind_row* rows_ = nullptr;  // the mmapped array
     uint32_t capacity_ = 0;
     uint32_t used_ = 0;
+    uint32_t generation_ = 0;  // of the last description written
     std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<const Object>> by_file_;  // (dev, ino)
     std::map<std::string, std::shared_ptr<const Object>> by_build_id_;
     UnwindCounters counters_;  // the caller's strand only

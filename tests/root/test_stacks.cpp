@@ -743,7 +743,9 @@ TEST_CASE("stacks: code without frame pointers (rbp clobbered) unwinds by its CF
             ++i;
         std::set<std::string> sort_frames;
         for (size_t k = 1; k < i; k++) sort_frames.insert(frames[k].function);
-        CHECK_MESSAGE(sort_frames.count("__qsort_r"), "no __qsort_r between cfi_compare and main");
+        // qsort itself tail-calls __qsort_r: no frame of its own on the stack (gdb shows one it
+        // rebuilds from DWARF call-site data, not from the stack).
+        CHECK_MESSAGE(sort_frames.count("__GI___qsort_r"), "no __GI___qsort_r between cfi_compare and main");
         REQUIRE(i + 1 + kLibcStart.size() == frames.size());
         CHECK(frames[i].function == "main");
         CHECK(frames[i].line == marked_line(src, "cfi-main-calls-qsort"));
@@ -798,7 +800,8 @@ TEST_CASE("stacks: C++ at -O2 without frame pointers: every vector growth unwind
         sizes.insert(n * sizeof(unsigned));
         expected[n * sizeof(unsigned)] = "Malloc x1";
     }
-    CHECK(show(tally_by_size(t.events, sizes)) == show(expected));
+    // (The loader maps pages of those sizes too: allocations only.)
+    CHECK(show(tally_by_size(select(t.events, is_allocation), sizes)) == show(expected));
     const std::string src = "stack_cfi_cxx.cpp";
     const std::vector<Resolved> resolved = dump_resolved(t.result.artifact);
     for (uint64_t size : sizes) {
@@ -806,9 +809,11 @@ TEST_CASE("stacks: C++ at -O2 without frame pointers: every vector growth unwind
         REQUIRE(r.size() == 1);
         const auto& frames = r[0].frames;
         INFO("size ", size, ", frames:", show(frames));
-        // The vector's growth code (inlined or not), then cfi_grow at the push_back, main, glibc.
+        // The vector's growth code (inlined frames of libstdc++'s templates, named with their
+        // return types), then cfi_grow at the push_back, main, glibc.
         size_t i = 0;
-        while (i < frames.size() && frames[i].function.starts_with("std::")) ++i;
+        while (i < frames.size() && frames[i].function.find("std::") != std::string::npos) ++i;
+        CHECK(i > 0);
         REQUIRE(i + 2 + kLibcStart.size() == frames.size());
         CHECK(frames[i].function == "cfi_grow");
         CHECK(frames[i].line == marked_line(src, "cfi-grow-push-back"));
