@@ -5,10 +5,6 @@
 #include <libelf.h>
 #include <unistd.h>
 
-#include <memory>
-
-#include <fmt/format.h>
-
 #include "core/Fd.hpp"
 #include "symbols/ElfFile.hpp"
 

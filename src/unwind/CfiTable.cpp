@@ -107,7 +107,7 @@ private:
 }  // namespace
 
 mt_unwind_row CfiTable::row_at(uint64_t vaddr) const {
-    if (vaddr > std::numeric_limits<uint32_t>::max()) return rows.empty() ? mt_unwind_row{} : rows.back();
+    if (vaddr > std::numeric_limits<uint32_t>::max()) return mt_unwind_row{};  // past the last row, NONE
     auto it = std::upper_bound(rows.begin(), rows.end(), uint32_t(vaddr),
                                [](uint32_t pc, const mt_unwind_row& r) { return pc < r.pc; });
     if (it == rows.begin()) return mt_unwind_row{};
