@@ -114,6 +114,17 @@ mt_unwind_row CfiTable::row_at(uint64_t vaddr) const {
     return *std::prev(it);
 }
 
+std::optional<uint64_t> CfiTable::bias(uint64_t start, uint64_t offset) const {
+    constexpr uint64_t kPage = 4096;
+    for (const LoadSegment& s : segments) {
+        // The loader maps a segment from its page-aligned offset: the mapping's offset is that.
+        if (!s.executable || offset < (s.offset & ~(kPage - 1)) || offset >= s.offset + s.filesz) continue;
+        // File offset o sits at start + (o - offset) and is vaddr s.vaddr + (o - s.offset).
+        return start - offset + s.offset - s.vaddr;
+    }
+    return std::nullopt;
+}
+
 Result<CfiTable> build_cfi_table(const std::string& path) {
     const uint64_t t0 = monotonic_ns();
     auto file = open_elf(path);
@@ -137,7 +148,10 @@ Result<CfiTable> build_cfi_table(const std::string& path) {
     FdeList eh_fdes;
     if (const Section sec = find_section(elf, ".eh_frame"); sec.data) {
         eh_cfi.reset(dwarf_getcfi_elf(elf));
-        if (eh_cfi) eh_fdes = list_fdes(elf, sec.data, sec.vaddr, true);
+        if (eh_cfi)
+            eh_fdes = list_fdes(elf, sec.data, sec.vaddr, true);
+        else
+            eh_fdes.truncated = true;  // libdw cannot read the section it has
     }
     std::optional<DebugFrame> debug = open_debug_frame(elf, path, table.build_id);
     counts.undecodable_fdes = eh_fdes.undecodable + (debug ? debug->fdes.undecodable : 0);

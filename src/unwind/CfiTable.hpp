@@ -5,6 +5,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,10 @@ struct CfiTable {
 
     // The row in force at `vaddr`; a NONE row (pc 0) before the first row.
     mt_unwind_row row_at(uint64_t vaddr) const;
+
+    // load address - vaddr for an executable mapping of this file at `start` from file offset
+    // `offset` (as /proc/PID/maps shows it); nullopt when no executable segment holds that offset.
+    std::optional<uint64_t> bias(uint64_t start, uint64_t offset) const;
 };
 
 // Reads `path`'s .eh_frame, then the .debug_frame of the file or of its separate debug file

@@ -7,6 +7,7 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <link.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -20,6 +21,7 @@
 
 #include "probes/ElfSymbols.hpp"
 #include "symbols/ElfFile.hpp"
+#include "symbols/FileMaps.hpp"
 #include "unwind/CfiTable.hpp"
 
 using namespace memtrack;
@@ -368,4 +370,51 @@ TEST_CASE("build_cfi_table refuses code at or above 4 GiB: rows hold 32-bit pcs"
     auto high = build_cfi_table(env_path("CFI_HIGH_BIN"));
     REQUIRE(!high.ok());
     CHECK(high.error().err == EOVERFLOW);
+}
+
+TEST_CASE("bias: an executable mapping's load address minus vaddr, from its start and offset") {
+    const std::string libc = loaded_library("/libc.so");
+    REQUIRE(!libc.empty());
+    auto table = build_cfi_table(libc);
+    REQUIRE(table.ok());
+    // The maps text map_file writes for a file mapped at a base, parsed as /proc/PID/maps is: libc
+    // (vaddr = file offset) and Debian's python3.11 (not PIE: vaddr = file offset + 0x400000).
+    for (const std::string& path : {libc, std::filesystem::canonical("/usr/bin/python3.11").string()}) {
+        CAPTURE(path);
+        auto t = build_cfi_table(path);
+        REQUIRE(t.ok());
+        constexpr uint64_t base = 0x7f1234560000;
+        auto mapped = map_file(path, base);
+        REQUIRE(mapped.ok());
+        size_t executable = 0;
+        for (const Mapping& m : mapped->maps.mappings()) {
+            CAPTURE(m.offset);
+            if (!m.executable) {
+                CHECK(!t->bias(m.start, m.offset).has_value());
+                continue;
+            }
+            ++executable;
+            CHECK(t->bias(m.start, m.offset) == std::optional<uint64_t>(base));
+        }
+        CHECK(executable == 1);
+    }
+    // And in this process: libc's executable mapping gives the bias the dynamic loader chose.
+    uint64_t loader_bias = 0;
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* out) {
+            if (std::string_view(info->dlpi_name).find("/libc.so") != std::string_view::npos)
+                *static_cast<uint64_t*>(out) = info->dlpi_addr;
+            return 0;
+        },
+        &loader_bias);
+    REQUIRE(loader_bias != 0);
+    auto maps = ProcessMaps::read(getpid());
+    REQUIRE(maps.ok());
+    size_t live = 0;
+    for (const Mapping& m : maps->mappings()) {
+        if (!m.executable || m.anonymous() || m.path.starts_with("[") || std::filesystem::canonical(m.path) != libc) continue;
+        ++live;
+        CHECK(table->bias(m.start, m.offset) == std::optional<uint64_t>(loader_bias));
+    }
+    CHECK(live == 1);
 }
