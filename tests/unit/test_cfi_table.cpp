@@ -1,6 +1,6 @@
 // The unwind rows build_cfi_table makes against libdw's own answer at each pc (dwarf_cfi_addrframe),
-// on the C and C++ libraries, a program built -O2 -fomit-frame-pointer and the same program with
-// its CFI in .debug_frame only; and exact rows for functions whose CFI is written by hand
+// on the C and C++ libraries, Debian's python3, a program built -O2 -fomit-frame-pointer and the
+// same program with its CFI in .debug_frame only; and exact rows for functions whose CFI is written by hand
 // (cfi_rules.S), one per kind of row.
 #include <doctest/doctest.h>
 
@@ -251,6 +251,10 @@ TEST_CASE("unwind rows are libdw's rule at every pc: the C++ library") {
 
 TEST_CASE("unwind rows are libdw's rule at every pc: a program built -O2 -fomit-frame-pointer") {
     check_against_libdw(env_path("CFI_NOFP_BIN"), false);
+}
+
+TEST_CASE("unwind rows are libdw's rule at every pc: Debian's python3, an executable not built PIE") {
+    check_against_libdw(std::filesystem::canonical("/usr/bin/python3").string(), false);
 }
 
 TEST_CASE("unwind rows come from .debug_frame where .eh_frame does not cover the code") {
