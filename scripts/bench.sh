@@ -2,7 +2,7 @@
 # memtrack's benchmarks, in one run (docs/BENCHMARKS.md shows a run and how to read it).
 #
 #   scripts/bench.sh [--overhead] [--pressure] [--drain] [--stacks] [--symbols] [--consumer] [--others]
-#                    [--report] [--allocators] [--reps N] [--scale F] [--system-libc] [--keep]
+#                    [--report] [--allocators] [--cfi] [--reps N] [--scale F] [--system-libc] [--keep]
 #
 # Sections (all of them when none is named):
 #   --overhead  each workload (flood, churn_c, churn_cxx, churn_nofp: churn_c without frame pointers,
@@ -30,6 +30,8 @@
 #   --allocators  the flood linked against glibc, jemalloc and mimalloc: net us per malloc+free pair
 #               under memtrack and at the placed trap floor of each; what holding new code until it
 #               is probed adds to a dlopen+dlclose and to an exec (bench/dlopen_loop, sh + /bin/true).
+#   --cfi       unwind tables (bench/cfi_tables, issue 12): build time, rows and bytes of the table
+#               built from the CFI of libc, libstdc++, python3.11, node and cc1 (those installed).
 # Options:
 #   --reps N       repetitions of every timed run; medians are reported (default 3)
 #   --scale F      multiply every workload size by F (e.g. 0.1 to try the script quickly)
@@ -79,7 +81,7 @@ ISOLATE=1
 KEEP=0
 while (($#)); do
     case "$1" in
-    --overhead | --pressure | --drain | --stacks | --symbols | --consumer | --others | --report | --allocators) SECTION[${1#--}]=1 ;;
+    --overhead | --pressure | --drain | --stacks | --symbols | --consumer | --others | --report | --allocators | --cfi) SECTION[${1#--}]=1 ;;
     --reps) REPS="${2:?--reps needs a number}"; shift ;;
     --scale) SCALE="${2:?--scale needs a factor}"; shift ;;
     --system-libc) ISOLATE=0 ;;
@@ -92,7 +94,7 @@ done
 [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "--reps must be a positive integer"
 [[ "$SCALE" =~ ^[0-9]*\.?[0-9]+$ ]] || die "--scale must be a positive number"
 if ((${#SECTION[@]} == 0)); then
-    for s in overhead others pressure drain stacks symbols consumer report allocators; do SECTION[$s]=1; done
+    for s in overhead others pressure drain stacks symbols consumer report allocators cfi; do SECTION[$s]=1; done
 fi
 on() { [[ -n "${SECTION[$1]:-}" ]]; }
 [[ $EUID -eq 0 ]] || die "needs root (memtrack, bpftrace and the trap floor load BPF programs)"
@@ -134,7 +136,7 @@ build_t0=$EPOCHREALTIME
 "$ROOT/scripts/build.sh"
 BUILD_S=$(awk -v a="$build_t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
 for b in "$MEMTRACK" "$BIN/flood" "$BIN/churn_c" "$BIN/churn_nofp" "$BIN/churn_cxx" "$BIN/callsites" "$BIN/trap_floor" "$BIN/consumer_throughput" \
-    "$BIN/report_artifact" "$BIN/artifact_read" "$BIN/symbol_throughput"; do
+    "$BIN/report_artifact" "$BIN/artifact_read" "$BIN/symbol_throughput" "$BIN/cfi_tables"; do
     [[ -x "$b" ]] || die "$b was not built"
 done
 
@@ -788,6 +790,43 @@ if on symbols; then
         else
             printf '| %s | %s | %s | | | | | | |\n' "${TOOL_LABEL[$tool]}" "$(fmt "$w" '%.2f')" "$(fmt "$(calc "$w / $ns")" '%.2fx')"
         fi
+    done
+    end_section
+fi
+
+# ---- cfi ----
+# bench/cfi_tables: build_cfi_table on each file, as when a process maps it (fresh open, fresh
+# libdw state), REPS builds per file in one process, medians.
+if on cfi; then
+    begin_section "Unwind tables"
+    CFI_FILES=()
+    for f in /lib/x86_64-linux-gnu/libc.so.6 /usr/lib/x86_64-linux-gnu/libstdc++.so.6 /usr/bin/python3.11 \
+        "$(readlink -f "$(command -v node || echo /usr/bin/node)")" /usr/lib/gcc/x86_64-linux-gnu/12/cc1; do
+        if [[ -e "$f" ]]; then CFI_FILES+=("$(readlink -f "$f")"); else echo "(not installed, skipped: $f)"; fi
+    done
+    "$BIN/cfi_tables" --reps "$REPS" --json "$WORK/stats/cfi__r1.json" "${CFI_FILES[@]}" >"$WORK/log/cfi__r1.log" 2>&1 ||
+        echo "cfi: cfi_tables failed" >>"$WORK/warnings"
+    echo "bench/cfi_tables --reps $REPS: each file's .eh_frame (and .debug_frame where it has one) compiled into"
+    echo "8-byte unwind rows; build time from open to the finished table, wall and CPU of the building thread,"
+    echo "medians of $REPS builds. libdw rows: the rows of the FDEs' own tables, before equal neighbours merge"
+    echo "and NONE rows mark the gaps between FDEs."
+    echo
+    echo "| file | size (MB) | FDEs | libdw rows | rows | KB | rsp | rbp | plt | end | unsupported | none | build (ms) | CPU (ms) |"
+    echo "|------|----------:|-----:|-----------:|-----:|---:|----:|----:|----:|----:|------------:|-----:|-----------:|---------:|"
+    # j FIELD: the current file's FIELD from cfi_tables' JSON, nan when missing.
+    j() { jq -r ".[\"$f\"].$1 // \"nan\"" "$WORK/stats/cfi__r1.json" 2>/dev/null || echo nan; }
+    for f in "${CFI_FILES[@]}"; do
+        printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$f" \
+            "$(fmt "$(calc "$(stat -c %s "$f") / 1048576")" '%.1f')" "$(j fdes)" "$(j libdw_rows)" "$(j rows)" \
+            "$(fmt "$(calc "$(j bytes) / 1024")" '%.0f')" "$(j rows_by_type.rsp)" "$(j rows_by_type.rbp)" \
+            "$(j rows_by_type.plt)" "$(j rows_by_type.end)" "$(j rows_by_type.unsupported)" "$(j rows_by_type.none)" \
+            "$(fmt "$(j build_ms)" '%.1f')" "$(fmt "$(j build_cpu_ms)" '%.1f')"
+    done
+    echo
+    echo "Unsupported libdw rows by cause (before merging):"
+    echo
+    for f in "${CFI_FILES[@]}"; do
+        echo "- $f: $(jq -c ".[\"$f\"].unsupported_libdw_rows" "$WORK/stats/cfi__r1.json" 2>/dev/null || echo n/a)"
     done
     end_section
 fi

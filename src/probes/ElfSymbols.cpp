@@ -5,47 +5,11 @@
 #include <libelf.h>
 #include <unistd.h>
 
-#include <memory>
-
-#include <fmt/format.h>
-
 #include "core/Fd.hpp"
+#include "symbols/ElfFile.hpp"
 
 namespace memtrack {
 namespace {
-
-struct ElfCloser {
-    void operator()(Elf* e) const { elf_end(e); }
-};
-using ElfPtr = std::unique_ptr<Elf, ElfCloser>;
-
-struct LoadSegment {
-    uint64_t vaddr, offset, filesz;
-};
-
-}  // namespace
-
-namespace {
-
-// The GNU build-id of an ELF file, as hex: where its separate debug file lives.
-std::string build_id_hex(Elf* elf) {
-    Elf_Scn* scn = nullptr;
-    while ((scn = elf_nextscn(elf, scn)) != nullptr) {
-        GElf_Shdr sh;
-        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE) continue;
-        Elf_Data* data = elf_getdata(scn, nullptr);
-        size_t off = 0, name_off = 0, desc_off = 0;
-        GElf_Nhdr nh;
-        while (data && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
-            if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4) continue;
-            const auto* bytes = static_cast<const unsigned char*>(data->d_buf) + desc_off;
-            std::string hex;
-            for (size_t i = 0; i < nh.n_descsz; ++i) hex += fmt::format("{:02x}", bytes[i]);
-            return hex;
-        }
-    }
-    return {};
-}
 
 // Adds the functions of `elf`'s symbol tables named in `want` (all when empty) that fall in
 // `segments`, and the data objects named in `want`; a name already there keeps its first symbol.
@@ -89,34 +53,24 @@ void add_functions(Elf* elf, const std::vector<LoadSegment>& segments,
 }  // namespace
 
 Result<ElfSymbols> ElfSymbols::load(const std::string& path, const std::vector<std::string>& wanted) {
-    if (elf_version(EV_CURRENT) == EV_NONE) return Error{"elf_version", path, 0, elf_errmsg(-1)};
-    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) return errno_error("open", path);
-    ElfPtr elf(elf_begin(fd.get(), ELF_C_READ, nullptr));
-    if (!elf) return Error{"elf_begin", path, 0, elf_errmsg(-1)};
-    if (elf_kind(elf.get()) != ELF_K_ELF) return Error{"read ELF", path, 0, "not an ELF file"};
-
+    auto file = open_elf(path, ELF_C_READ);
+    if (!file) return file.error();
+    Elf* elf = file->elf.get();
+    auto all = load_segments(elf, path);
+    if (!all) return all.error();
     std::vector<LoadSegment> segments;
-    size_t nphdr = 0;
-    if (elf_getphdrnum(elf.get(), &nphdr) != 0) return Error{"elf_getphdrnum", path, 0, elf_errmsg(-1)};
-    for (size_t i = 0; i < nphdr; ++i) {
-        GElf_Phdr ph;
-        if (gelf_getphdr(elf.get(), int(i), &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
-            segments.push_back({ph.p_vaddr, ph.p_offset, ph.p_filesz});
-    }
+    for (const LoadSegment& seg : *all)
+        if (seg.executable) segments.push_back(seg);
 
     ElfSymbols out;
     out.path_ = path;
     const std::unordered_set<std::string_view> want(wanted.begin(), wanted.end());
-    add_functions(elf.get(), segments, want, false, out.functions_, out.objects_);
+    add_functions(elf, segments, want, false, out.functions_, out.objects_);
     // Local symbols of a stripped file (glibc's internal functions) come from its separate debug
     // file, found by build-id as libdwfl finds it; the code stays the file's own.
-    if (const std::string id = build_id_hex(elf.get()); id.size() > 2) {
-        const std::string debug = fmt::format("/usr/lib/debug/.build-id/{}/{}.debug", id.substr(0, 2), id.substr(2));
-        Fd dfd(::open(debug.c_str(), O_RDONLY | O_CLOEXEC));
-        ElfPtr delf(dfd.valid() ? elf_begin(dfd.get(), ELF_C_READ, nullptr) : nullptr);
-        if (delf) {
-            add_functions(delf.get(), segments, want, true, out.functions_, out.objects_);
+    if (const std::string debug = debug_file_path(gnu_build_id(elf)); !debug.empty()) {
+        if (auto dfile = open_elf(debug, ELF_C_READ)) {
+            add_functions(dfile->elf.get(), segments, want, true, out.functions_, out.objects_);
             out.debug_path_ = debug;
         }
     }

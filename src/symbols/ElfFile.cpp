@@ -1,0 +1,46 @@
+#include "symbols/ElfFile.hpp"
+
+#include <elfutils/libdwelf.h>
+#include <fcntl.h>
+
+#include <fmt/format.h>
+
+namespace memtrack {
+
+Result<ElfFile> open_elf(const std::string& path, Elf_Cmd cmd) {
+    if (elf_version(EV_CURRENT) == EV_NONE) return Error{"elf_version", path, 0, elf_errmsg(-1)};
+    ElfFile f;
+    f.fd = Fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!f.fd.valid()) return errno_error("open", path);
+    f.elf.reset(elf_begin(f.fd.get(), cmd, nullptr));
+    if (!f.elf) return Error{"elf_begin", path, 0, elf_errmsg(-1)};
+    if (elf_kind(f.elf.get()) != ELF_K_ELF) return Error{"read ELF", path, 0, "not an ELF file"};
+    return f;
+}
+
+Result<std::vector<LoadSegment>> load_segments(Elf* elf, const std::string& path) {
+    size_t nphdr = 0;
+    if (elf_getphdrnum(elf, &nphdr) != 0) return Error{"elf_getphdrnum", path, 0, elf_errmsg(-1)};
+    std::vector<LoadSegment> out;
+    for (size_t i = 0; i < nphdr; ++i) {
+        GElf_Phdr ph;
+        if (gelf_getphdr(elf, int(i), &ph) && ph.p_type == PT_LOAD)
+            out.push_back({ph.p_vaddr, ph.p_offset, ph.p_filesz, ph.p_memsz, (ph.p_flags & PF_X) != 0});
+    }
+    return out;
+}
+
+std::string gnu_build_id(Elf* elf) {
+    const void* bits = nullptr;
+    const ssize_t len = dwelf_elf_gnu_build_id(elf, &bits);
+    std::string hex;
+    for (ssize_t i = 0; i < len; ++i) hex += fmt::format("{:02x}", static_cast<const unsigned char*>(bits)[i]);
+    return hex;
+}
+
+std::string debug_file_path(std::string_view build_id) {
+    if (build_id.size() <= 2) return {};
+    return fmt::format("/usr/lib/debug/.build-id/{}/{}.debug", build_id.substr(0, 2), build_id.substr(2));
+}
+
+}  // namespace memtrack

@@ -1,0 +1,229 @@
+#include "unwind/CfiTable.hpp"
+
+#include <elfutils/libdw.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <optional>
+
+#include "core/Clock.hpp"
+#include "unwind/FdeRanges.hpp"
+
+namespace memtrack {
+namespace {
+
+struct CfiCloser {
+    void operator()(Dwarf_CFI* c) const { dwarf_cfi_end(c); }
+};
+struct DwarfCloser {
+    void operator()(Dwarf* d) const { dwarf_end(d); }
+};
+struct FrameFree {
+    void operator()(Dwarf_Frame* f) const { std::free(f); }
+};
+
+// A named section's data and address; data is null when the file has no such section with
+// contents (a debug file's NOBITS .eh_frame, for one).
+struct Section {
+    Elf_Data* data = nullptr;
+    uint64_t vaddr = 0;
+};
+
+Section find_section(Elf* elf, const char* name) {
+    size_t shstrndx = 0;
+    if (elf_getshdrstrndx(elf, &shstrndx) != 0) return {};
+    Elf_Scn* scn = nullptr;
+    while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS) continue;
+        const char* n = elf_strptr(elf, shstrndx, sh.sh_name);
+        if (n && std::strcmp(n, name) == 0) return {elf_getdata(scn, nullptr), sh.sh_addr};
+    }
+    return {};
+}
+
+// .debug_frame as libdw reads it: through a Dwarf of the file that holds the section.
+struct DebugFrame {
+    ElfFile file;  // the separate debug file, when it is not the object itself
+    std::unique_ptr<Dwarf, DwarfCloser> dwarf;
+    Dwarf_CFI* cfi = nullptr;  // owned by `dwarf`
+    FdeList fdes;
+    std::string path;
+};
+
+std::optional<DebugFrame> open_debug_frame(Elf* elf, const std::string& path, const std::string& build_id) {
+    DebugFrame d;
+    Elf* holder = elf;
+    Section sec = find_section(elf, ".debug_frame");
+    if (!sec.data) {
+        const std::string debug = debug_file_path(build_id);
+        if (debug.empty()) return std::nullopt;
+        auto file = open_elf(debug);
+        if (!file) return std::nullopt;
+        sec = find_section(file->elf.get(), ".debug_frame");
+        if (!sec.data) return std::nullopt;
+        d.file = std::move(file).value();
+        holder = d.file.elf.get();
+        d.path = debug;
+    } else {
+        d.path = path;
+    }
+    d.dwarf.reset(dwarf_begin_elf(holder, DWARF_C_READ, nullptr));
+    if (!d.dwarf) return std::nullopt;
+    d.cfi = dwarf_getcfi(d.dwarf.get());
+    if (!d.cfi) return std::nullopt;
+    d.fdes = list_fdes(holder, sec.data, sec.vaddr, false);
+    return d;
+}
+
+// One FDE's stretch of pcs (clipped where an earlier FDE already covers them) and the CFI
+// that describes it.
+struct Piece {
+    uint64_t lo, hi;
+    bool debug_frame;
+};
+
+// Appends rows keeping the table minimal: a row that repeats its predecessor's rule is dropped,
+// and a row at the pc of the last one replaces it.
+class RowSink {
+public:
+    explicit RowSink(std::vector<mt_unwind_row>& rows) : rows_(rows) {}
+
+    void add(uint64_t pc, mt_unwind_row row) {
+        row.pc = uint32_t(pc);
+        if (!rows_.empty() && rows_.back().pc == row.pc) rows_.pop_back();
+        if (rows_.empty() ? mt_unwind_cfa_type(&row) == MT_CFA_NONE : same_rule(rows_.back(), row)) return;
+        rows_.push_back(row);
+    }
+    void none(uint64_t pc) { add(pc, mt_unwind_row{}); }
+
+private:
+    std::vector<mt_unwind_row>& rows_;
+};
+
+}  // namespace
+
+mt_unwind_row CfiTable::row_at(uint64_t vaddr) const {
+    if (vaddr > std::numeric_limits<uint32_t>::max()) return mt_unwind_row{};  // past the last row, NONE
+    auto it = std::upper_bound(rows.begin(), rows.end(), uint32_t(vaddr),
+                               [](uint32_t pc, const mt_unwind_row& r) { return pc < r.pc; });
+    if (it == rows.begin()) return mt_unwind_row{};
+    return *std::prev(it);
+}
+
+std::optional<uint64_t> CfiTable::bias(uint64_t start, uint64_t offset) const {
+    constexpr uint64_t kPage = 4096;
+    for (const LoadSegment& s : segments) {
+        // The loader maps a segment from its page-aligned offset: the mapping's offset is that.
+        if (!s.executable || offset < (s.offset & ~(kPage - 1)) || offset >= s.offset + s.filesz) continue;
+        // File offset o sits at start + (o - offset) and is vaddr s.vaddr + (o - s.offset).
+        return start - offset + s.offset - s.vaddr;
+    }
+    return std::nullopt;
+}
+
+Result<CfiTable> build_cfi_table(const std::string& path) {
+    const uint64_t t0 = monotonic_ns();
+    auto file = open_elf(path);
+    if (!file) return file.error();
+    Elf* elf = file->elf.get();
+    GElf_Ehdr eh;
+    if (!gelf_getehdr(elf, &eh)) return Error{"read ELF header", path, 0, elf_errmsg(-1)};
+    if (eh.e_machine != EM_X86_64 || eh.e_ident[EI_CLASS] != ELFCLASS64)
+        return Error{"build unwind table", path, 0, "not an x86-64 ELF64 object"};
+
+    CfiTable table;
+    table.build_id = gnu_build_id(elf);
+    auto segments = load_segments(elf, path);
+    if (!segments) return segments.error();
+    table.segments = std::move(segments).value();
+    CfiCounts& counts = table.counts;
+
+    // libdw finds .eh_frame through PT_GNU_EH_FRAME and uses .eh_frame_hdr's sorted table for
+    // each lookup; its FDE cache lives as long as this Dwarf_CFI, so one per object.
+    std::unique_ptr<Dwarf_CFI, CfiCloser> eh_cfi;
+    FdeList eh_fdes;
+    if (const Section sec = find_section(elf, ".eh_frame"); sec.data) {
+        eh_cfi.reset(dwarf_getcfi_elf(elf));
+        if (eh_cfi)
+            eh_fdes = list_fdes(elf, sec.data, sec.vaddr, true);
+        else
+            eh_fdes.truncated = true;  // libdw cannot read the section it has
+    }
+    std::optional<DebugFrame> debug = open_debug_frame(elf, path, table.build_id);
+    counts.undecodable_fdes = eh_fdes.undecodable + (debug ? debug->fdes.undecodable : 0);
+    counts.truncated_cfi = eh_fdes.truncated || (debug && debug->fdes.truncated);
+
+    std::vector<Piece> pieces;
+    pieces.reserve(eh_fdes.ranges.size());
+    for (const FdeRange& r : eh_fdes.ranges) pieces.push_back({r.lo, r.hi, false});
+    if (debug) {
+        // .debug_frame only where no .eh_frame FDE is: both ranges lists are sorted.
+        std::vector<FdeRange> covered;
+        for (const FdeRange& r : eh_fdes.ranges) {
+            if (!covered.empty() && r.lo <= covered.back().hi)
+                covered.back().hi = std::max(covered.back().hi, r.hi);
+            else
+                covered.push_back(r);
+        }
+        auto c = covered.begin();
+        for (const FdeRange& r : debug->fdes.ranges) {
+            uint64_t lo = r.lo;
+            while (c != covered.end() && c->hi <= lo) ++c;
+            for (auto k = c; k != covered.end() && k->lo < r.hi && lo < r.hi; ++k) {
+                if (k->lo > lo) pieces.push_back({lo, k->lo, true});
+                lo = std::max(lo, k->hi);
+            }
+            if (lo < r.hi) pieces.push_back({lo, r.hi, true});
+        }
+        std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.lo < b.lo; });
+    }
+    for (const Piece& p : pieces)
+        if (p.hi > std::numeric_limits<uint32_t>::max())
+            return Error{"build unwind table", path, EOVERFLOW, "CFI describes code at or above 4 GiB"};
+
+    RowSink sink(table.rows);
+    uint64_t covered_to = 0;
+    for (const Piece& p : pieces) {
+        const uint64_t lo = std::max(p.lo, covered_to);
+        if (lo >= p.hi) continue;
+        if (lo > covered_to) sink.none(covered_to);
+        Dwarf_CFI* cfi = p.debug_frame ? debug->cfi : eh_cfi.get();
+        ++(p.debug_frame ? counts.fdes_debug_frame : counts.fdes_eh_frame);
+        // Each libdw frame is one row of the FDE's table, [start, end): the next starts at end.
+        for (uint64_t pc = lo; pc < p.hi;) {
+            Dwarf_Frame* raw = nullptr;
+            if (dwarf_cfi_addrframe(cfi, pc, &raw) != 0) {
+                ++counts.lookup_failures;
+                sink.none(pc);
+                break;
+            }
+            const std::unique_ptr<Dwarf_Frame, FrameFree> frame(raw);
+            Dwarf_Addr start = 0, end = 0;
+            dwarf_frame_info(frame.get(), &start, &end, nullptr);
+            const FrameRule rule = frame_rule(frame.get());
+            ++(p.debug_frame ? counts.frames_debug_frame : counts.frames_eh_frame);
+            if (rule.cause != Unsupported::none) ++counts.unsupported[size_t(rule.cause)];
+            sink.add(pc, rule.row);
+            if (end <= pc) {  // cannot happen for a frame libdw found at pc; never loop on it
+                ++counts.lookup_failures;
+                break;
+            }
+            pc = std::min<uint64_t>(end, p.hi);
+        }
+        covered_to = p.hi;
+    }
+    if (!table.rows.empty()) sink.none(covered_to);
+    if (debug && counts.fdes_debug_frame) table.debug_frame_file = debug->path;
+
+    counts.fdes = counts.fdes_eh_frame + counts.fdes_debug_frame;
+    counts.rows = table.rows.size();
+    for (const mt_unwind_row& r : table.rows) ++counts.rows_by_type[mt_unwind_cfa_type(&r)];
+    counts.build_ns = monotonic_ns() - t0;
+    return table;
+}
+
+}  // namespace memtrack
