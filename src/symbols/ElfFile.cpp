@@ -43,4 +43,15 @@ std::string debug_file_path(std::string_view build_id) {
     return fmt::format("/usr/lib/debug/.build-id/{}/{}.debug", build_id.substr(0, 2), build_id.substr(2));
 }
 
+std::optional<uint64_t> mapping_bias(const std::vector<LoadSegment>& segments, uint64_t start, uint64_t offset) {
+    constexpr uint64_t kPage = 4096;
+    for (const LoadSegment& s : segments) {
+        // The loader maps a segment from its page-aligned offset: the mapping's offset is that.
+        if (!s.executable || offset < (s.offset & ~(kPage - 1)) || offset >= s.offset + s.filesz) continue;
+        // File offset o sits at start + (o - offset) and is vaddr s.vaddr + (o - s.offset).
+        return start - offset + s.offset - s.vaddr;
+    }
+    return std::nullopt;
+}
+
 }  // namespace memtrack

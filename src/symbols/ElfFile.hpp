@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,10 @@ struct LoadSegment {
     uint64_t memsz = 0;
     bool executable = false;  // PF_X
 };
+
+// The bias (load address - vaddr) of a mapping at `start` of file offset `offset` (a line of
+// /proc/PID/maps) of an executable segment; nullopt when no executable segment holds it.
+std::optional<uint64_t> mapping_bias(const std::vector<LoadSegment>& segments, uint64_t start, uint64_t offset);
 
 // Every PT_LOAD segment, in program-header order.
 Result<std::vector<LoadSegment>> load_segments(Elf* elf, const std::string& path);

@@ -115,14 +115,7 @@ mt_unwind_row CfiTable::row_at(uint64_t vaddr) const {
 }
 
 std::optional<uint64_t> CfiTable::bias(uint64_t start, uint64_t offset) const {
-    constexpr uint64_t kPage = 4096;
-    for (const LoadSegment& s : segments) {
-        // The loader maps a segment from its page-aligned offset: the mapping's offset is that.
-        if (!s.executable || offset < (s.offset & ~(kPage - 1)) || offset >= s.offset + s.filesz) continue;
-        // File offset o sits at start + (o - offset) and is vaddr s.vaddr + (o - s.offset).
-        return start - offset + s.offset - s.vaddr;
-    }
-    return std::nullopt;
+    return mapping_bias(segments, start, offset);
 }
 
 Result<CfiTable> build_cfi_table(const std::string& path) {

@@ -14,6 +14,7 @@
 #include "core/Log.hpp"
 #include "probes/BpfSession.hpp"
 #include "probes/MappedObjects.hpp"
+#include "symbols/ElfFile.hpp"
 #include "symbols/ProcessMaps.hpp"
 
 namespace memtrack {
@@ -23,17 +24,6 @@ namespace {
 size_t rows_bytes(uint32_t capacity) {
     const size_t page = size_t(::sysconf(_SC_PAGESIZE));
     return (size_t(capacity) * sizeof(mt_unwind_row) + page - 1) / page * page;
-}
-
-// The vaddr a mapping's first byte holds: through the load segment its file offset falls in.
-std::optional<uint64_t> vaddr_at_start(const std::vector<LoadSegment>& segments, uint64_t offset) {
-    const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
-    for (const LoadSegment& s : segments) {
-        if (!s.executable) continue;
-        const uint64_t first = s.offset & ~(page - 1);
-        if (offset >= first && offset < s.offset + s.filesz) return s.vaddr - (s.offset - offset);
-    }
-    return std::nullopt;
 }
 
 }  // namespace
@@ -138,12 +128,12 @@ Result<void> UnwindTables::write_description(pid_t pid) {
             continue;
         }
         auto o = object(pid, m.path, m.dev, m.inode);
-        auto at = vaddr_at_start(o->segments, m.offset);
-        if (!at || o->row_count == 0) continue;  // walked by frame pointer
+        auto bias = mapping_bias(o->segments, m.start, m.offset);
+        if (!bias || o->row_count == 0) continue;  // walked by frame pointer
         mt_unwind_mapping& d = desc->maps[desc->count++];
         d.start = m.start;
         d.end = m.end;
-        d.bias = m.start - *at;
+        d.bias = *bias;
         d.row_first = o->row_first;
         d.row_count = o->row_count;
     }
