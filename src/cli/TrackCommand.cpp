@@ -1,7 +1,6 @@
 #include "cli/TrackCommand.hpp"
 
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
