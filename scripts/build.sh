@@ -3,6 +3,9 @@
 # not (or no longer) a meson build directory, then runs ninja. Quiet unless something fails;
 # ninja's output is kept in build/ninja.log, meson setup's in build/meson-setup.log.
 #   scripts/build.sh --sanitize LIST   the same in build-LIST/ (',' -> '-'), with -Dsanitize=LIST
+#                                      at -O1 (a sanitized build finds bugs, it is not measured)
+#   scripts/build.sh [...] TARGET...   only those ninja targets (e.g. meson-test-prereq: what the
+#                                      tests need, no benchmarks)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
@@ -12,7 +15,8 @@ if [[ "${1:-}" == "--sanitize" ]]; then
     [[ -n "${2:-}" ]] || { echo "build: error: --sanitize needs a list, e.g. address,undefined" >&2; exit 2; }
     BUILD="$ROOT/build-${2//,/-}"
     # GCC 12 warns inside Boost.JSON's own headers under ASan.
-    SETUP_OPTIONS=("-Dsanitize=$2" -Dwerror=false)
+    SETUP_OPTIONS=("-Dsanitize=$2" -Dwerror=false -Doptimization=1)
+    shift 2
 fi
 
 "$ROOT/scripts/deps.sh"
@@ -41,7 +45,7 @@ fi
 # Otherwise ninja itself re-runs meson when a meson.build changed.
 
 log="$BUILD/ninja.log"
-if ! ninja -C "$BUILD" >"$log" 2>&1; then
+if ! ninja -C "$BUILD" "$@" >"$log" 2>&1; then
     echo "build: error: ninja -C $BUILD failed, last lines of $log:" >&2
     tail -n 40 "$log" >&2
     exit 1

@@ -12,6 +12,7 @@
 
 #include "core/Result.hpp"
 #include "format/Record.hpp"
+#include "symbols/ProcessMaps.hpp"
 
 namespace memtrack {
 
@@ -29,6 +30,9 @@ struct StackSample {
 struct RecordBatch {
     std::vector<mt_record> records;
     std::vector<StackSample> stacks;
+    // The mappings of the processes whose stacks say they changed, read before the batch was
+    // queued (Symbolizer::read_new_maps).
+    std::vector<ProcessMaps> maps;
     uint64_t end_pos = 0;  // the ring's consumer position right after this batch
 };
 
@@ -60,6 +64,7 @@ public:
         if (!free_.pop(b)) return std::make_unique<RecordBatch>();
         b->records.clear();
         b->stacks.clear();
+        b->maps.clear();
         b->end_pos = 0;
         return std::unique_ptr<RecordBatch>(b);
     }

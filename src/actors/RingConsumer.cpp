@@ -110,9 +110,12 @@ void RingConsumer::read_chunk() {
         empty_since_ns_ = 0;
         batch->end_pos = after;
         const uint64_t n = batch->records.size() + batch->stacks.size();
+        if (before_queue_) before_queue_(*batch);
         out_.push(batch.release());
         if (batch_ready_) batch_ready_();
-        stats_.on_chunk(n, after - before, monotonic_ns() - t0);
+        // The stats' records are the artifact's (records = written + unwritten); the stacks lane
+        // has its own counters (stacks_*, symbolizer_*).
+        if (opt_.records == Records::Events) stats_.on_chunk(n, after - before, monotonic_ns() - t0);
     }
     if (observer_) observer_(after, fill);
     complete_drains();

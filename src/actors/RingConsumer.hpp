@@ -27,11 +27,14 @@ public:
     };
     // Called after every chunk on the consumer's strand; must only post onwards.
     using ChunkObserver = std::function<void(uint64_t consumer_pos, double fill)>;
+    // Called on the consumer's strand with each batch just before it is queued.
+    using BatchHook = std::function<void(RecordBatch&)>;
 
     RingConsumer(boost::asio::io_context& io, RingView& ring, BatchQueue& out, Stats& stats, Options opt);
 
     void set_batch_ready(Done notify) { batch_ready_ = std::move(notify); }
     void set_chunk_observer(ChunkObserver obs) { observer_ = std::move(obs); }
+    void set_before_queue(BatchHook hook) { before_queue_ = std::move(hook); }
     // Where the sink hands written batches back; without one every chunk allocates a batch.
     void set_batch_pool(BatchPool* pool) { pool_ = pool; }
 
@@ -61,6 +64,7 @@ private:
     Options opt_;
     Done batch_ready_;
     ChunkObserver observer_;
+    BatchHook before_queue_;
     BatchPool* pool_ = nullptr;
     boost::asio::posix::stream_descriptor wake_;
     boost::asio::steady_timer delay_timer_;

@@ -26,15 +26,29 @@ Result<void> Symbolizer::finish_file() {
     return file_.finish();
 }
 
-void Symbolizer::snapshot(int32_t pid, bool held) {
-    const uint64_t t0 = monotonic_ns();
+void Symbolizer::read_new_maps(RecordBatch& b) const {
+    for (const StackSample& s : b.stacks) {
+        if (!(s.flags & MT_STACK_NEW_MAPS)) continue;  // MT_STACK_HELD comes with NEW_MAPS
+        const uint64_t t0 = monotonic_ns();
+        auto maps = ProcessMaps::read(s.pid);
+        if (!maps) log::info("mappings of {}: {}", s.pid, maps.error().message());
+        else b.maps.push_back(std::move(maps).value());
+        // BPF paused the process at its first stack so that this read could not miss it.
+        if ((s.flags & MT_STACK_HELD) && holds_) holds_->release(uint32_t(s.pid), MT_HOLD_SNAPSHOT);
+        log::info("symbols: mappings of {} read in {:.2f} ms", s.pid, double(monotonic_ns() - t0) / 1e6);
+    }
+}
+
+void Symbolizer::install(ProcessMaps maps) {
+    const int32_t pid = maps.pid();
+    // A process that has exited shows no mappings: what was read before it exited stays true.
+    if (!maps.mappings().empty() || !maps_.count(pid)) maps_[pid] = std::move(maps);
+}
+
+void Symbolizer::read_again(int32_t pid) {
     auto maps = ProcessMaps::read(pid);
     if (!maps) log::info("mappings of {}: {}", pid, maps.error().message());
-    // A process that has exited shows no mappings: what was read before it exited stays true.
-    else if (!maps->mappings().empty() || !maps_.count(pid)) maps_[pid] = std::move(maps).value();
-    // BPF paused the process at its first stack so that this read could not miss it.
-    if (held && holds_) holds_->release(uint32_t(pid), MT_HOLD_SNAPSHOT);
-    log::info("symbols: mappings of {} read in {:.2f} ms", pid, double(monotonic_ns() - t0) / 1e6);
+    else install(std::move(maps).value());
 }
 
 bool Symbolizer::in_code(int32_t pid, uint64_t ip, std::unordered_set<int32_t>& reread) {
@@ -49,7 +63,7 @@ bool Symbolizer::in_code(int32_t pid, uint64_t ip, std::unordered_set<int32_t>& 
     // Code mapped since the snapshot without an event that says so (mprotect of a JIT's pages,
     // the loader's own mappings): read the mappings once more, once a batch.
     if (ip == 0 || !reread.insert(pid).second) return false;
-    snapshot(pid, false);
+    read_again(pid);
     return covered();
 }
 
@@ -58,10 +72,10 @@ void Symbolizer::write_batch(const RecordBatch& b) {
     const uint64_t cpu_t0 = thread_cpu_ns();
     // This batch was popped: the ones still queued behind it, plus itself.
     counters_.max_queued_batches = std::max<uint64_t>(counters_.max_queued_batches, queued() + 1);
-    // Mappings first, for the whole batch: paused processes wait for these reads, not for DWARF.
+    // Mappings first, for the whole batch, in the order they were read.
+    for (const ProcessMaps& m : b.maps) install(m);
     for (const StackSample& s : b.stacks)
-        if ((s.flags & MT_STACK_NEW_MAPS) || !maps_.count(s.pid))  // MT_STACK_HELD comes with NEW_MAPS
-            snapshot(s.pid, s.flags & MT_STACK_HELD);
+        if (!maps_.count(s.pid)) read_again(s.pid);
 
     buf_.clear();
     std::unordered_set<int32_t> reread;  // processes whose mappings this batch read again

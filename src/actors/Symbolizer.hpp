@@ -2,7 +2,8 @@
 // Owns: the stacks file, the Resolver (libdwfl state, per-module and per-address caches), the
 // mappings snapshot of every process seen, the consumer side of the stack batch queue, and the
 // decision to end a first-stack pause (MT_HOLD_SNAPSHOT) once its mappings are read.
-// Accepts: notify(), flush_through(pos, done), finish(done) (from BatchSink).
+// Accepts: notify(), flush_through(pos, done), finish(done) (from BatchSink); read_new_maps(batch)
+// on the stacks consumer's strand.
 //
 // When symbolizing lags behind a flood of new stacks, nothing is dropped and memory stays
 // bounded: batches wait in the stack queue (64 batches of at most --chunk-records stacks); once
@@ -36,12 +37,21 @@ public:
                ProcessHolds* holds, std::unique_ptr<Resolver> resolver = nullptr,
                std::chrono::microseconds delay_per_stack = {});
 
+    // On the stacks consumer's strand, before `b` is queued: reads the mappings of every process
+    // whose stack says they changed, into `b`, and ends its first-stack pause. There, not on the
+    // strand: a pause must not wait behind the batches queued before it, whose symbols may wait
+    // for a debuginfod server (up to DEBUGINFOD_TIMEOUT). It waits only when the queue is full,
+    // as pressure does. Touches nothing of the strand's.
+    void read_new_maps(RecordBatch& b) const;
+
 private:
     // Touched only on the strand.
     void write_batch(const RecordBatch& b) override;
     Result<void> flush_file() override { return file_.flush(); }
     Result<void> finish_file() override;
-    void snapshot(int32_t pid, bool held);
+    // Mappings read (by read_new_maps, or again here) replace what was known of their process.
+    void install(ProcessMaps maps);
+    void read_again(int32_t pid);
     // Whether `ip` (a return address) lies in code `pid` maps.
     bool in_code(int32_t pid, uint64_t ip, std::unordered_set<int32_t>& reread);
 

@@ -1,7 +1,6 @@
 #include "cli/TrackCommand.hpp"
 
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -109,7 +108,8 @@ private:
 // debug info is the slow one), the C++ runtime (whose lack of debug info is itself slow to find).
 std::vector<std::string> likely_modules(const TrackOptions& o, const std::string& command) {
     std::vector<std::string> paths;
-    for (std::string p : {find_executable(command), o.libc_path.empty() ? loaded_library_path("libc.so") : o.libc_path,
+    auto found = find_executable(command);
+    for (std::string p : {found ? found.value() : std::string(), o.libc_path.empty() ? loaded_library_path("libc.so") : o.libc_path,
                           o.libstdcxx_path.empty() ? loaded_library_path("libstdc++.so") : o.libstdcxx_path})
         if (!p.empty()) paths.push_back(std::move(p));
     return paths;
@@ -149,6 +149,7 @@ public:
             symbolizer_.emplace(io_, stacks_->queue, std::move(*stacks_file), stats_, &holds_, std::move(resolver),
                                 std::chrono::microseconds(opt.symbolize_delay_us));
             connect(*stacks_, *symbolizer_);
+            stacks_->consumer.set_before_queue([this](RecordBatch& b) { symbolizer_->read_new_maps(b); });
             pressure_.watch(&stacks_->ring);
             lanes.push_back({&stacks_->ring, &stacks_->consumer, &*symbolizer_});
         }
@@ -500,15 +501,15 @@ int run_track(const TrackOptions& opt_in) {
     require_bpf_privileges();
     if (auto own = check_proc_matches_pid_namespace(); !own) throw FatalError(own.error().message());
     const auto argv = command_argv(opt.command);
-    if (find_executable(argv[0]).empty()) {
-        // A path to something that exists but cannot run: what a shell says, with its status.
-        struct stat st {};
-        if (argv[0].find('/') != std::string::npos && ::stat(argv[0].c_str(), &st) == 0) {
-            log::error("cannot run {}: {}", argv[0], std::strerror(S_ISDIR(st.st_mode) ? EISDIR : EACCES));
-            return 126;
+    if (auto found = find_executable(argv[0]); !found) {
+        // What a shell says, with its status: 127 for nothing of that name, 126 for something
+        // (by path or on PATH) that cannot run.
+        if (found.error().err == ENOENT) {
+            log::error("command not found: {}", argv[0]);
+            return 127;
         }
-        log::error("command not found: {}", argv[0]);
-        return 127;
+        log::error("{}", found.error().message());
+        return 126;
     }
     const OutputDir dir = value_or_throw(OutputDir::open(opt.output_dir, true));
     if (!opt.stats_file.empty())

@@ -8,27 +8,41 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <optional>
 
 namespace memtrack {
 
-std::string find_executable(const std::string& name) {
-    auto executable = [](const std::string& p) {
+Result<std::string> find_executable(const std::string& name) {
+    // What execve would say about one candidate: 0 when it can run; as a shell reports it, a
+    // directory is "is a directory" and anything else that exists "permission denied".
+    auto why_not = [](const std::string& p) {
         struct stat st{};
-        return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+        if (::stat(p.c_str(), &st) != 0) return errno;
+        if (S_ISDIR(st.st_mode)) return EISDIR;
+        return S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0 ? 0 : EACCES;
     };
-    if (name.find('/') != std::string::npos) return executable(name) ? name : std::string();
+    if (name.find('/') != std::string::npos) {
+        if (const int err = why_not(name)) return errno_error("cannot run", name, err);
+        return name;
+    }
     const char* path = std::getenv("PATH");
     std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+    // As execvp: the first candidate that can run wins; if none can, the first that exists
+    // names the failure.
+    std::optional<Error> found;
     size_t start = 0;
     while (start <= dirs.size()) {
         size_t end = dirs.find(':', start);
         if (end == std::string::npos) end = dirs.size();
         std::string candidate = end > start ? dirs.substr(start, end - start) : std::string(".");
         candidate.append("/").append(name);
-        if (executable(candidate)) return candidate;
+        const int err = why_not(candidate);
+        if (err == 0) return candidate;
+        if (!found && err != ENOENT && err != ENOTDIR) found = errno_error("cannot run", candidate, err);
         start = end + 1;
     }
-    return {};
+    if (found) return *found;
+    return errno_error("cannot run", name, ENOENT);
 }
 
 int shell_status(int wait_status) {

@@ -40,8 +40,9 @@ private:
     int status_ = 0;
 };
 
-// Resolves a command name the way execvp would; empty when nothing executable is found.
-std::string find_executable(const std::string& name);
+// Resolves a command name the way execvp would. The error names what was found and why it
+// cannot run (EISDIR, EACCES, ...), or is ENOENT when nothing of that name exists.
+Result<std::string> find_executable(const std::string& name);
 // Turns a waitpid status into the shell's convention.
 int shell_status(int wait_status);
 

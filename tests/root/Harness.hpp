@@ -9,6 +9,8 @@
 // Other environment:
 //   MEMTRACK_REQUIRE_BPF=1  fail instead of skipping when not root
 //   MEMTRACK_KEEP_TMP=1     keep each test's temporary directory (its path is printed)
+//   MEMTRACK_TIME_FACTOR=N  multiplies run()'s hang bound, for a memtrack built with sanitizers
+//                           (scripts/test.sh sets 3 then); no assertion is scaled by it
 #include <chrono>
 #include <cstdint>
 #include <optional>

@@ -14,9 +14,11 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1177,6 +1179,93 @@ TEST_CASE("control: shutdown replies, memtrack exits 0 and the command keeps run
     CHECK_MESSAGE((st && WIFEXITED(*st) && WEXITSTATUS(*st) == 0), "the fixture ",
                   st ? describe_wait_status(*st) : std::string("did not exit"));
 
+    procs.kill_all();
+    CHECK_MESSAGE(procs.leftovers().empty(), "left running:", procs.leftovers());
+}
+
+// A small tmpfs on `path` for the life of the object: a disk that can be filled.
+class SmallDisk {
+public:
+    explicit SmallDisk(const std::string& path) : path_(path) {
+        fs::create_directories(path);
+        // mode 0700: a tmpfs root is 1777 by default, an output folder memtrack refuses.
+        if (::mount("memtrack-test", path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0700") != 0)
+            fail_errno("mount tmpfs on " + path);
+    }
+    ~SmallDisk() { ::umount2(path_.c_str(), MNT_DETACH); }
+    SmallDisk(const SmallDisk&) = delete;
+    SmallDisk& operator=(const SmallDisk&) = delete;
+
+    // Writes `name` until the disk refuses more (ENOSPC); true when not one block is left free.
+    bool fill(const std::string& name) const {
+        memtrack::Fd fd(::open((path_ + "/" + name).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+        if (fd.get() < 0) fail_errno("create " + name);
+        const std::string chunk(65536, 'x');
+        for (;;) {
+            const ssize_t n = ::write(fd.get(), chunk.data(), chunk.size());
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0 && errno == ENOSPC) break;
+            if (n < 0) fail_errno("write " + name);
+        }
+        struct statvfs v {};
+        if (::statvfs(path_.c_str(), &v) != 0) fail_errno("statvfs " + path_);
+        return v.f_bfree == 0;
+    }
+
+private:
+    std::string path_;
+};
+
+TEST_CASE("control: shutdown on a full disk replies with the write error, counts only what was written, exit 1") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    SmallDisk disk(dir / "out");
+    Processes procs;
+    const std::string sock = dir / "ctl.sock";
+
+    Child mt = spawn_child(track_argv(dir, sock, {"--no-summary"}, {fixture("phases")}), dir / "memtrack.err", procs);
+    wait_ready(sock, mt, procs);
+    const pid_t fx = read_ready(mt, kStartup);
+    procs.add(fx);
+    procs.add_descendants(mt.pid);
+
+    // The disk fills up behind memtrack's open files; then 2000 events, far more than the few
+    // bytes left in the last pages of its files, which tmpfs already holds for them.
+    REQUIRE(disk.fill("filler"));
+    for (int i = 0; i < 10; ++i) run_phase(mt, 'b');
+
+    Client c = Client::connect(sock);
+    c.send(R"({"cmd":"shutdown","id":1})"
+           "\n");
+    json::object reply = c.reply(kExit, "shutdown");
+    CHECK_FALSE_MESSAGE(is_ok(reply), json::serialize(reply));
+    CHECK(reply.at("id") == json::value(1));
+    CHECK_MESSAGE(error_of(reply).find("No space left on device") != std::string::npos, json::serialize(reply));
+    CHECK_MESSAGE(error_of(reply).find("artifact incomplete") != std::string::npos, json::serialize(reply));
+    CHECK_FALSE(reply.contains("records"));
+
+    auto st = procs.wait_exit(mt.pid, kExit);
+    REQUIRE_MESSAGE(st.has_value(), "memtrack still running; stderr: ", mt.err());
+    CHECK_MESSAGE((WIFEXITED(*st) && WEXITSTATUS(*st) == 1), "memtrack ", describe_wait_status(*st),
+                  "; stderr: ", mt.err());
+    CHECK_MESSAGE(mt.err().find("No space left on device") != std::string::npos, mt.err());
+
+    // The stats (outside the full disk) count as written only what reached the artifact.
+    Stats s = parse_stats(read_file(dir / "stats.json"));
+    CHECK_MESSAGE(stats_u64(s, "unwritten") > 0, s.raw);
+    CHECK_MESSAGE(s.records == stats_u64(s, "written") + stats_u64(s, "unwritten"), s.raw);
+    const auto [artifact, root_pid] = the_artifact(dir / "out");
+    CHECK(root_pid == fx);
+    RunResult d = run({memtrack_bin(), "dump", artifact});
+    CHECK_MESSAGE(d.status == 1, "dump of the cut artifact: ", d.describe());
+    const auto readable = static_cast<uint64_t>(std::count(d.out.begin(), d.out.end(), '\n'));
+    CHECK_MESSAGE(readable >= stats_u64(s, "artifact_events"), readable, " events readable, stats: ", s.raw);
+    CHECK_MESSAGE(stats_u64(s, "artifact_events") < 2000, s.raw);
+
+    send_text(mt, "q");
+    auto fst = procs.wait_exit(fx, kExit);
+    CHECK_MESSAGE((fst && WIFEXITED(*fst) && WEXITSTATUS(*fst) == 0), "the fixture ",
+                  fst ? describe_wait_status(*fst) : std::string("did not exit"));
     procs.kill_all();
     CHECK_MESSAGE(procs.leftovers().empty(), "left running:", procs.leftovers());
 }

@@ -21,6 +21,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -1021,7 +1022,7 @@ public:
     ~SilentServer() {
         ::unsetenv("DEBUGINFOD_URLS");
         ::unsetenv("DEBUGINFOD_TIMEOUT");
-        ::close(fd_);
+        refuse();
     }
     SilentServer(const SilentServer&) = delete;
     SilentServer& operator=(const SilentServer&) = delete;
@@ -1030,6 +1031,11 @@ public:
         unsigned n = 0;
         for (int c; (c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC)) >= 0; ++n) ::close(c);
         return n;
+    }
+    // Stops listening: every later request fails at once.
+    void refuse() {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = -1;
     }
 
 private:
@@ -1060,4 +1066,53 @@ TEST_CASE("stacks: DEBUGINFOD_URLS alone makes no network request; --debuginfod 
         CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
         CHECK_MESSAGE(server.connections() >= 1, "--debuginfod did not ask the server");
     }
+}
+
+TEST_CASE("stacks: with --debuginfod, a process held for its first stack does not wait for a silent server") {
+    ROOT_SUITE_GUARD();
+    // The server answers nothing for 600 s (DEBUGINFOD_TIMEOUT): the lookup of the shell's and
+    // the fixture's missing debug info stalls the symbolizer until the test lets it fail. Each
+    // fixture process is held at its first stack meanwhile, and runs on only once its mappings
+    // are read. The three runs take well under a second when no pause waits for the lookup, so
+    // 20 s cannot be reached by a slow machine, and cannot be passed by a lookup that gave up.
+    constexpr double kBoundS = 20;
+    SilentServer server;
+    ::setenv("DEBUGINFOD_TIMEOUT", "600", 1);
+    TempDir dir;
+    ::setenv("DEBUGINFOD_CACHE_PATH", (dir / "debuginfod-cache").c_str(), 1);  // no answer remembered from before
+    const std::string marker = dir / "done";
+    const std::string f = fixture("stack_stripped");
+    const std::string script = f + " 1; " + f + " 1; " + f + " 1; : > " + marker;
+
+    const uint64_t t0 = monotonic_ns();
+    double done_s = -1;
+    unsigned asked = 0;
+    // Ends the stall once the command is done (or the bound passed), so memtrack can finish.
+    std::thread releaser([&] {
+        while (double(monotonic_ns() - t0) / 1e9 < kBoundS) {
+            if (::access(marker.c_str(), F_OK) == 0) {
+                done_s = double(monotonic_ns() - t0) / 1e9;
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        asked = server.connections();
+        server.refuse();
+    });
+    Tracked t;
+    try {
+        t.result = track(dir, {"/bin/sh", "-c", script}, {"--debuginfod"});
+    } catch (...) {
+        releaser.join();
+        ::unsetenv("DEBUGINFOD_CACHE_PATH");
+        throw;
+    }
+    releaser.join();
+    ::unsetenv("DEBUGINFOD_CACHE_PATH");
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    CHECK_MESSAGE(asked >= 1, "no lookup was waiting on the server while the command ran: the test proves nothing");
+    CHECK_MESSAGE((done_s >= 0 && done_s < kBoundS), "the command was not done ", kBoundS,
+                  " s after memtrack started (done at ", done_s, " s)");
+    t.events = dump(t.result.artifact);
+    CHECK(tally(with_size(t.events, STK_STRIP_SIZE)) == "Malloc x3");
 }

@@ -37,6 +37,26 @@ TEST_CASE("startup: a directory or a file without execute permission exits 126, 
     }
 }
 
+TEST_CASE("startup: on PATH, a file without execute permission or a directory exits 126, naming what was found") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    // Only in the first PATH folder, as execvp (and env) would meet them; nothing of either name
+    // exists in the later folders, which keep memtrack's own helpers reachable.
+    const std::string bin = dir / "bin";
+    REQUIRE(::mkdir(bin.c_str(), 0755) == 0);
+    write_file(bin + "/memtrack-test-plain", "echo hi\n");
+    REQUIRE(::mkdir((bin + "/memtrack-test-dir").c_str(), 0755) == 0);
+    for (const std::string name : {"memtrack-test-plain", "memtrack-test-dir"}) {
+        CAPTURE(name);
+        RunResult r = run({"/usr/bin/env", "PATH=" + bin + ":/usr/bin:/bin", memtrack_bin(), "track", "--no-summary",
+                           "-o", dir.path(), "--", name});
+        CHECK_MESSAGE(r.status == 126, "memtrack ", r.describe());
+        CHECK_MESSAGE(is_one_line(r.err), r.err);
+        CHECK_MESSAGE(r.err.find(bin + "/" + name) != std::string::npos, r.err);
+        CHECK_MESSAGE(r.err.find("command not found") == std::string::npos, r.err);
+    }
+}
+
 TEST_CASE("startup: an out-of-range option is one line and leaves no socket behind") {
     ROOT_SUITE_GUARD();
     TempDir dir;
