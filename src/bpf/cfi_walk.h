@@ -164,25 +164,61 @@ static __always_inline __u64 mapping_address(struct mt_unwind_process *p, __u32 
 	       (__u64)(i & (MT_UNWIND_MAPPINGS - 1)) * sizeof(struct mt_unwind_mapping);
 }
 
+/*
+ * A binary search for the last entry in [lo, hi) whose start is at or below key, one step per
+ * bpf_loop iteration: the verifier checks a step once instead of every path through an unrolled
+ * search (which made loading take seconds).
+ */
+struct search {
+	__u64 key;
+	__u64 base; /* mappings: the process's entry (an address, read with bpf_probe_read_kernel) */
+	__u32 lo, hi;
+};
+
+static long mapping_step(__u64 i, void *ctx)
+{
+	struct search *s = ctx;
+	__u32 lo = s->lo, hi = s->hi;
+	if (hi - lo <= 1)
+		return 1;
+	__u32 mid = lo + (hi - lo) / 2;
+	__u64 start = ~0ULL;
+	bpf_probe_read_kernel(&start, sizeof(start), (void *)mapping_address((struct mt_unwind_process *)s->base, mid));
+	if (start <= s->key)
+		s->lo = mid;
+	else
+		s->hi = mid;
+	return 0;
+}
+
+static long row_step(__u64 i, void *ctx)
+{
+	struct search *s = ctx;
+	__u32 lo = s->lo, hi = s->hi;
+	if (hi - lo <= 1)
+		return 1;
+	__u32 mid = lo + (hi - lo) / 2;
+	struct mt_unwind_row *r = bpf_map_lookup_elem(&unwind_rows, &mid);
+	if (!r) {
+		s->hi = s->lo; /* cannot happen (user space wrote the range): no row */
+		return 1;
+	}
+	if (r->pc <= s->key)
+		s->lo = mid;
+	else
+		s->hi = mid;
+	return 0;
+}
+
 /* Copies the process's mapping covering pc into out; false when there is none. */
 static __always_inline bool find_mapping(struct mt_unwind_process *p, __u64 pc, struct mt_unwind_mapping *out)
 {
 	__u32 count = p->count;
 	if (count == 0 || count > MT_UNWIND_MAPPINGS)
 		return false;
-	__u32 lo = 0, hi = count; /* the answer is the last mapping in [lo, hi) starting at or below pc */
-	for (int k = 0; k < 9 && hi - lo > 1; k++) {
-		lo = opaque(lo);
-		hi = opaque(hi);
-		__u32 mid = (lo + hi) / 2;
-		__u64 start = ~0ULL;
-		bpf_probe_read_kernel(&start, sizeof(start), (void *)mapping_address(p, mid));
-		if (start <= pc)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	if (bpf_probe_read_kernel(out, sizeof(*out), (void *)mapping_address(p, lo)) != 0)
+	struct search s = {.key = pc, .base = (__u64)p, .lo = 0, .hi = count};
+	bpf_loop(9, mapping_step, &s, 0);
+	if (bpf_probe_read_kernel(out, sizeof(*out), (void *)mapping_address(p, s.lo)) != 0)
 		return false;
 	return pc >= out->start && pc < out->end;
 }
@@ -190,22 +226,14 @@ static __always_inline bool find_mapping(struct mt_unwind_process *p, __u64 pc, 
 /* The row in force at vaddr among the object's rows, or NULL (MT_CFA_NONE then). */
 static __always_inline struct mt_unwind_row *find_row(struct mt_unwind_mapping *m, __u64 vaddr)
 {
-	__u32 lo = m->row_first, hi = m->row_first + m->row_count;
 	if (m->row_count == 0 || vaddr > 0xffffffffULL)
 		return NULL;
-	for (int k = 0; k < 23 && hi - lo > 1; k++) {
-		lo = opaque(lo);
-		hi = opaque(hi);
-		__u32 mid = lo + (hi - lo) / 2;
-		struct mt_unwind_row *r = bpf_map_lookup_elem(&unwind_rows, &mid);
-		if (!r)
-			return NULL;
-		if (r->pc <= vaddr)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	struct mt_unwind_row *r = bpf_map_lookup_elem(&unwind_rows, &lo);
+	struct search s = {.key = vaddr, .lo = m->row_first, .hi = m->row_first + m->row_count};
+	bpf_loop(23, row_step, &s, 0);
+	if (s.hi == s.lo)
+		return NULL;
+	__u32 at = s.lo;
+	struct mt_unwind_row *r = bpf_map_lookup_elem(&unwind_rows, &at);
 	return r && r->pc <= vaddr ? r : NULL;
 }
 
