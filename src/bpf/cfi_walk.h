@@ -56,11 +56,10 @@ struct {
 } stack_copy_scratch SEC(".maps");
 
 /*
- * Always 0, and the verifier cannot know it (user space could write .bss). A value passed
- * through it (opaque) is any value to the verifier: the frame count and the binary searches'
- * bounds are, so states that differ only by them are one state, and the verifier's passes over
- * the frame loop and the searches converge instead of following every path (it then needs the
- * masks below to bound each index).
+ * Always 0, and the verifier cannot know it (user space could write .bss). The frame count
+ * passes through it (opaque): to the verifier it is then any value below the bound checked next,
+ * so the callback's states at successive frames are one state and its passes over the frame
+ * loop converge instead of following all MT_MAX_FRAMES frames.
  */
 __u32 opaque_zero;
 
@@ -155,8 +154,7 @@ static __always_inline int read_return_address(struct cfi_walk *w, __u64 slot, _
 /*
  * The address of p->maps[i]. The search reads the mappings through bpf_probe_read_kernel at
  * such addresses instead of indexing the map value: an index into a map value must be precise
- * to the verifier, which then cannot merge the search's paths (the binary search alone went past
- * its 1M-instruction limit).
+ * to the verifier, which then keeps every path of the search apart.
  */
 static __always_inline __u64 mapping_address(struct mt_unwind_process *p, __u32 i)
 {
@@ -167,7 +165,7 @@ static __always_inline __u64 mapping_address(struct mt_unwind_process *p, __u32 
 /*
  * A binary search for the last entry in [lo, hi) whose start is at or below key, one step per
  * bpf_loop iteration: the verifier checks a step once instead of every path through an unrolled
- * search (which made loading take seconds).
+ * search, which costs seconds of loading.
  */
 struct search {
 	__u64 key;
