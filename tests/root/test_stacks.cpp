@@ -999,6 +999,13 @@ TEST_CASE("stacks: a Rust release binary's frames have demangled names, legacy a
             CHECK_MESSAGE(r.frames[0].function == "stack_rust::make_rust_buffer_for_memtrack", show(r.frames));
             CHECK_MESSAGE(ends_with(r.frames[0].module, std::string("/") + name), show(r.frames));
             CHECK_MESSAGE(r.frames[1].function == "stack_rust::main", show(r.frames));
+            // Then Rust's runtime (std::rt::lang_start_internal, built without frame pointers)
+            // down to the C main and _start: the whole stack, by CFI.
+            const size_t c_main = r.frames.size() - 1 - kLibcStart.size();
+            REQUIRE_MESSAGE(r.frames.size() > 3 + kLibcStart.size(), show(r.frames));
+            CHECK_MESSAGE(r.frames[c_main - 1].function == "std::rt::lang_start_internal", show(r.frames));
+            CHECK_MESSAGE(r.frames[c_main].function == "main", show(r.frames));
+            check_libc_start(r.frames, c_main + 1);
         }
     }
 }
