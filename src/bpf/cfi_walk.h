@@ -169,39 +169,36 @@ static __always_inline __u64 mapping_address(struct mt_unwind_process *p, __u32 
  */
 struct search {
 	__u64 key;
-	__u64 base; /* mappings: the process's entry (an address, read with bpf_probe_read_kernel) */
+	__u64 base; /* mappings: the process's entry (an address); 0: rows of unwind_rows */
 	__u32 lo, hi;
 };
 
-static long mapping_step(__u64 i, void *ctx)
+/* The start of entry i: a mapping's first address, or a row's pc. */
+static __always_inline int entry_start(struct search *s, __u32 i, __u64 *start)
 {
-	struct search *s = ctx;
-	__u32 lo = s->lo, hi = s->hi;
-	if (hi - lo <= 1)
-		return 1;
-	__u32 mid = lo + (hi - lo) / 2;
-	__u64 start = ~0ULL;
-	bpf_probe_read_kernel(&start, sizeof(start), (void *)mapping_address((struct mt_unwind_process *)s->base, mid));
-	if (start <= s->key)
-		s->lo = mid;
-	else
-		s->hi = mid;
+	if (s->base)
+		return bpf_probe_read_kernel(start, sizeof(*start),
+					     (void *)mapping_address((struct mt_unwind_process *)s->base, i));
+	struct mt_unwind_row *r = bpf_map_lookup_elem(&unwind_rows, &i);
+	if (!r)
+		return -1; /* cannot happen: user space wrote the range */
+	*start = r->pc;
 	return 0;
 }
 
-static long row_step(__u64 i, void *ctx)
+static long search_step(__u64 i, void *ctx)
 {
 	struct search *s = ctx;
 	__u32 lo = s->lo, hi = s->hi;
 	if (hi - lo <= 1)
 		return 1;
 	__u32 mid = lo + (hi - lo) / 2;
-	struct mt_unwind_row *r = bpf_map_lookup_elem(&unwind_rows, &mid);
-	if (!r) {
-		s->hi = s->lo; /* cannot happen (user space wrote the range): no row */
+	__u64 start = 0;
+	if (entry_start(s, mid, &start) != 0) {
+		s->hi = s->lo; /* no answer */
 		return 1;
 	}
-	if (r->pc <= s->key)
+	if (start <= s->key)
 		s->lo = mid;
 	else
 		s->hi = mid;
@@ -215,7 +212,9 @@ static __always_inline bool find_mapping(struct mt_unwind_process *p, __u64 pc, 
 	if (count == 0 || count > MT_UNWIND_MAPPINGS)
 		return false;
 	struct search s = {.key = pc, .base = (__u64)p, .lo = 0, .hi = count};
-	bpf_loop(9, mapping_step, &s, 0);
+	bpf_loop(9, search_step, &s, 0);
+	if (s.hi == s.lo)
+		return false;
 	if (bpf_probe_read_kernel(out, sizeof(*out), (void *)mapping_address(p, s.lo)) != 0)
 		return false;
 	return pc >= out->start && pc < out->end;
@@ -227,7 +226,7 @@ static __always_inline struct mt_unwind_row *find_row(struct mt_unwind_mapping *
 	if (m->row_count == 0 || vaddr > 0xffffffffULL)
 		return NULL;
 	struct search s = {.key = vaddr, .lo = m->row_first, .hi = m->row_first + m->row_count};
-	bpf_loop(23, row_step, &s, 0);
+	bpf_loop(23, search_step, &s, 0);
 	if (s.hi == s.lo)
 		return NULL;
 	__u32 at = s.lo;
