@@ -83,22 +83,30 @@ struct {
 	__type(value, struct row_cache_entry);
 } row_cache SEC(".maps");
 
+/*
+ * The row in force at a return address, asked of unwind_row_at. The previous frame's mapping
+ * stays in it: callers are often in the same object.
+ */
+struct row_query {
+	__u64 at;
+	__u32 tgid, generation;
+	struct mt_unwind_mapping map; /* end 0: none */
+	struct mt_unwind_row row;     /* the answer; MT_CFA_NONE when no row covers `at` */
+};
+
 struct cfi_walk {
 	__u64 pc, sp, bp;
 	__u64 ri;       /* the next pending return instance, 0: none */
 	__u64 ri_stack; /* the stack slot its trampoline address sits in */
 	__u64 ri_orig;  /* the return address it replaced */
-	struct mt_unwind_process *proc;
-	/* The mapping of the previous frame, copied (callers are often in it); end 0: none. */
-	struct mt_unwind_mapping map;
+	bool has_tables; /* the process is described in unwind_procs */
 	__u64 *ips;
 	struct stack_copy *copy;
 	__u64 copy_base;  /* the address copy->words[0] holds */
 	__u32 copy_bytes; /* how much of the stack from copy_base is in the copy */
 	__u32 n;
 	__u32 max;
-	__u32 tgid, generation;
-	__u32 cache_base; /* this CPU's first slot in row_cache */
+	struct row_query query;
 };
 
 /* The 8 bytes of stack at addr, from the copy when it holds them. */
@@ -250,31 +258,51 @@ static __always_inline long frame_pointer_step(struct cfi_walk *w)
 	return 0;
 }
 
+/*
+ * A global function: the verifier checks the cache and both searches once, on their own,
+ * instead of again for every state a frame of the walk can be in.
+ */
+__noinline int unwind_row_at(struct row_query *q)
+{
+	if (!q)
+		return 0;
+	__u64 at = q->at;
+	__u32 slot = bpf_get_smp_processor_id() * MT_ROW_CACHE_SLOTS +
+		     (((__u32)(at ^ (at >> 12)) * 2654435761u >> 20) & (MT_ROW_CACHE_SLOTS - 1));
+	struct row_cache_entry *e = bpf_map_lookup_elem(&row_cache, &slot);
+	if (e && e->pc == at && e->tgid == q->tgid && e->generation == q->generation) {
+		q->row = e->row;
+		return 0;
+	}
+	struct mt_unwind_mapping *m = &q->map;
+	if (at < m->start || at >= m->end) {
+		__u32 tgid = q->tgid;
+		struct mt_unwind_process *p = bpf_map_lookup_elem(&unwind_procs, &tgid);
+		if (!p || !find_mapping(p, at, m))
+			m->start = m->end = 0;
+	}
+	struct mt_unwind_row *r = m->end ? find_row(m, at - m->bias) : NULL;
+	struct mt_unwind_row none = {};
+	q->row = r ? *r : none;
+	if (e) {
+		e->pc = at;
+		e->tgid = q->tgid;
+		e->generation = q->generation;
+		e->row = q->row;
+	}
+	return 0;
+}
+
 /* Moves w to the caller of the frame at w->pc; returns 1 when the walk ends there. */
 static __always_inline long cfi_step(struct cfi_walk *w)
 {
 	/* Every pc after frame 0's registers is a return address: the call is the byte before. */
-	__u64 at = w->pc - 1;
+	struct row_query *q = &w->query;
+	q->at = w->pc - 1;
 	struct mt_unwind_row row = {};
-	__u32 slot = w->cache_base + (((__u32)(at ^ (at >> 12)) * 2654435761u >> 20) & (MT_ROW_CACHE_SLOTS - 1));
-	struct row_cache_entry *e = w->proc ? bpf_map_lookup_elem(&row_cache, &slot) : NULL;
-	if (e && e->pc == at && e->tgid == w->tgid && e->generation == w->generation) {
-		row = e->row;
-	} else {
-		struct mt_unwind_mapping *m = &w->map;
-		if (at < m->start || at >= m->end) {
-			if (!w->proc || !find_mapping(w->proc, at, m))
-				m->start = m->end = 0;
-		}
-		struct mt_unwind_row *r = m->end ? find_row(m, at - m->bias) : NULL;
-		if (r)
-			row = *r;
-		if (e) {
-			e->pc = at;
-			e->tgid = w->tgid;
-			e->generation = w->generation;
-			e->row = row;
-		}
+	if (w->has_tables) {
+		unwind_row_at(q);
+		row = q->row;
 	}
 	struct mt_unwind_row *r = &row;
 	__u32 type = mt_unwind_cfa_type(r);
@@ -344,27 +372,33 @@ static long cfi_frame(__u64 i, void *ctx)
 }
 
 /*
- * Fills ips (MT_MAX_FRAMES entries) from the registers at an allocator's return: frame 0 is the
+ * Fills s->ips from the registers at an allocator's return: frame 0 is the
  * return address into the caller. Returns the number of frames. Each frame is counted as it is
  * found: adding the counts up in the walk and once at its end made the verifier's states differ
  * by them, and loading took 0.2 s longer.
+ *
+ * A global function: the verifier checks it once, on its own, and its caller continues from one
+ * state (the count is any scalar) instead of one per way the walk can end.
  */
-static __always_inline __u32 cfi_walk_stack(struct pt_regs *ctx, __u32 tgid, __u64 *ips, __u32 max)
+__noinline __u32 cfi_walk_stack(struct pt_regs *ctx, struct mt_stack_record *s, __u32 tgid, __u32 max)
 {
+	if (!s)
+		return 0;
 	struct cfi_walk w = {
 		.pc = PT_REGS_IP(ctx),
 		.sp = PT_REGS_SP(ctx),
 		.bp = PT_REGS_FP(ctx),
-		.ips = ips,
+		.ips = s->ips,
 		.max = max,
 	};
-	w.proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
-	if (!w.proc)
+	struct mt_unwind_process *proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
+	if (!proc) {
 		count(MT_COUNTER_UNWIND_NO_TABLES);
-	else
-		w.generation = w.proc->generation;
-	w.tgid = tgid;
-	w.cache_base = bpf_get_smp_processor_id() * MT_ROW_CACHE_SLOTS;
+	} else {
+		w.has_tables = true;
+		w.query.generation = proc->generation;
+	}
+	w.query.tgid = tgid;
 	__u32 zero = 0;
 	w.copy = bpf_map_lookup_elem(&stack_copy_scratch, &zero);
 	if (w.copy) {

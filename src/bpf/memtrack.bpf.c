@@ -339,6 +339,16 @@ static __always_inline bool hold_process(struct task_struct *task, __u32 tgid, _
 	return taken;
 }
 
+/*
+ * hold_process for the current process, as a global function: the verifier checks it once on
+ * its own, not again for every state each caller reaches it in (a uprobe reaches it from several
+ * paths: pressure on both rings, the first stack of a process, new code).
+ */
+__noinline int hold_current(__u32 tgid, __u32 reason, int resend)
+{
+	return hold_process(NULL, tgid, reason, resend);
+}
+
 static __always_inline void note_fill(__u32 ring, __u64 fill)
 {
 	unsigned long *m = &max_fill_bytes[ring & 1];
@@ -357,7 +367,7 @@ static __always_inline void apply_pressure_at(__u32 ring, __u64 fill, __u64 stop
 	note_fill(ring, fill);
 	if (fill < stop_at)
 		return;
-	hold_process(NULL, current_tgid(), MT_HOLD_PRESSURE, true);
+	hold_current(current_tgid(), MT_HOLD_PRESSURE, true);
 }
 
 static __always_inline void apply_pressure(__u32 ring, void *map, __u64 stop_at)
@@ -401,9 +411,10 @@ static __always_inline void emit(__u32 kind, __u64 addr, __u64 size, __u64 old_a
 /*
  * The user stack at an allocator's return (frame 0 is the return address into its caller),
  * hashed; the full stack goes to the stacks ring only the first time its hash is seen.
- * Returns the hash, 0 when no stack could be captured.
+ * Returns the hash, 0 when no stack could be captured. A global function, checked by the
+ * verifier once rather than once for each kind of allocation that reaches it.
  */
-static __always_inline __u64 capture_stack(struct pt_regs *ctx)
+__noinline __u64 capture_stack(struct pt_regs *ctx)
 {
 	if (!capture_stacks)
 		return 0;
@@ -414,7 +425,7 @@ static __always_inline __u64 capture_stack(struct pt_regs *ctx)
 	__u32 tgid = current_tgid();
 	__u32 nr;
 	if (unwind_cfi) {
-		nr = cfi_walk_stack(ctx, tgid, s->ips, max_frames);
+		nr = cfi_walk_stack(ctx, s, tgid, max_frames);
 	} else {
 		long bytes = bpf_get_stack(ctx, s->ips, sizeof(s->ips), BPF_F_USER_STACK);
 		if (bytes <= 0) {
@@ -459,7 +470,7 @@ static __always_inline __u64 capture_stack(struct pt_regs *ctx)
 	if (new_maps) {
 		s->flags = MT_STACK_NEW_MAPS;
 		/* Paused until the Symbolizer has read its mappings, so a quick exit cannot beat it. */
-		if (hold_process(NULL, tgid, MT_HOLD_SNAPSHOT, false))
+		if (hold_current(tgid, MT_HOLD_SNAPSHOT, false))
 			s->flags |= MT_STACK_HELD;
 	}
 	bpf_dynptr_write(&out, 0, s, record_bytes, 0);
@@ -574,7 +585,7 @@ static __always_inline void hold_for_new_code(__u32 source)
 		return;
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 tgid = current_tgid();
-	if (!tgid || !hold_process(NULL, tgid, MT_HOLD_MODULE, false))
+	if (!tgid || !hold_current(tgid, MT_HOLD_MODULE, false))
 		return;
 	struct mt_spawn notice = {
 		.pid = tgid,
