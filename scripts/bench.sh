@@ -37,6 +37,8 @@
 #   --scale F      multiply every workload size by F (e.g. 0.1 to try the script quickly)
 #   --system-libc  run everything on the system's C and C++ libraries (see "Isolation" below)
 #   --keep         keep the work folder (stats JSON, logs, artifacts of the last runs)
+# Environment: MEMTRACK_BENCH_WORKLOADS and MEMTRACK_BENCH_TOOLS (space-separated names) run a part
+# of the overhead section, e.g. MEMTRACK_BENCH_TOOLS="untracked memtrack memtrack-nostacks floor".
 #
 # It takes the build lock (MEMTRACK_BUILD_LOCK, default /tmp/memtrack-build.lock; empty: none) for the
 # whole run, builds (scripts/build.sh) and apt-installs the peers that are missing: heaptrack,
@@ -208,7 +210,7 @@ BT_SCRIPT="uprobe:$LIBC:malloc { @malloc = count(); } uretprobe:$LIBC:malloc { @
 # ---- timing ----
 now() { echo "$EPOCHREALTIME"; }
 elapsed_s() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f\n", b - a }'; }
-median() { sort -g "$1" | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median() { [[ -f "$1" ]] || { echo nan; return 0; }; sort -g "$1" | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 jget() { jq -r "$2" "$1"; }
 # The median over the stats files of one key (a jq path) of runs named PREFIX__r*.json.
 stat_median() {
@@ -337,8 +339,10 @@ echo "- peers: $(heaptrack --version 2>&1 | head -n1), $(valgrind --version), $(
 echo "- build lock wait: $LOCK_WAIT_S s; build (scripts/build.sh): $BUILD_S s"
 
 # ---- overhead ----
-WORKLOADS=(flood churn_c churn_cxx churn_nofp)
-TOOLS=(untracked memtrack memtrack-fp memtrack-nostacks memtrack-wakeall memtrack-entry floor floor-entry bpftrace heaptrack massif)
+# MEMTRACK_BENCH_WORKLOADS / MEMTRACK_BENCH_TOOLS (space-separated) run a subset; the net columns
+# need untracked, memtrack-nostacks (its event counts) and floor among the tools.
+read -r -a WORKLOADS <<<"${MEMTRACK_BENCH_WORKLOADS:-flood churn_c churn_cxx churn_nofp}"
+read -r -a TOOLS <<<"${MEMTRACK_BENCH_TOOLS:-untracked memtrack memtrack-fp memtrack-nostacks memtrack-wakeall memtrack-entry floor floor-entry bpftrace heaptrack massif}"
 declare -A TOOL_LABEL=(
     [untracked]="untracked" [memtrack]="memtrack" [memtrack-fp]="memtrack --unwind fp" [memtrack-nostacks]="memtrack --no-stacks"
     [memtrack-entry]="memtrack --no-stacks --probe-at-entry" [floor]="trap floor (placed)"

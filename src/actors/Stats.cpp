@@ -272,6 +272,8 @@ boost::json::object Stats::to_json() const {
         {"walks_unsupported", unwind_.walks_unsupported},
         {"walks_read_failed", unwind_.walks_read_failed},
         {"walks_bad_frame", unwind_.walks_bad_frame},
+        {"walks_matched", unwind_.walks_matched},
+        {"walks_changed", unwind_.walks_changed},
     };
     return out;
 }

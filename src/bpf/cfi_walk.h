@@ -44,16 +44,50 @@ struct {
 #define MT_STACK_COPY_PAGE 4096
 #define MT_STACK_COPY_BYTES (2 * MT_STACK_COPY_PAGE)
 
-struct stack_copy {
+#include "chain_cache.h"
+
+/*
+ * The row in force at a return address, asked of unwind_row_at. The previous frame's mapping
+ * stays in it: callers are often in the same object.
+ */
+struct row_query {
+	__u64 at;
+	__u32 tgid, generation;
+	struct mt_unwind_mapping map; /* end 0: none */
+	struct mt_unwind_row row;     /* the answer; MT_CFA_NONE when no row covers `at` */
+};
+
+/*
+ * A walk's working memory, per CPU: the stack copy, and what the walk read (for its chain).
+ * The walk's tallies live here rather than in its loop state: the verifier does not follow map
+ * memory, so they do not split the loop's states.
+ */
+struct walk_scratch {
+	__u32 reads; /* words read so far; the first MT_CHAIN_READS are in addr/value */
+	__u32 span;  /* bytes from sp to the end of the highest word read */
+	__u32 end;   /* the counter that ended the walk */
+	__u32 replay_ok;
+	/*
+	 * Where the walk's rbp came from. Code without frame pointers keeps data in rbp and saves it
+	 * on the stack like any callee-saved register, so a chain depends on rbp's value, and on a
+	 * saved rbp's word, only once a rule uses it: only then is the word noted.
+	 */
+	__u32 bp_source;        /* BP_FROM_* */
+	__u32 bp_register_used; /* a rule used the register's rbp */
+	__u64 bp_addr;          /* BP_FROM_STACK: the word it was read from */
+	struct row_query query;
 	__u64 words[MT_STACK_COPY_BYTES / 8];
+	__u64 addr[MT_CHAIN_READS];
+	__u64 value[MT_CHAIN_READS];
+	struct chain_returns returns;
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct stack_copy);
-} stack_copy_scratch SEC(".maps");
+	__type(value, struct walk_scratch);
+} walk_scratch SEC(".maps");
 
 /*
  * Always 0, and the verifier cannot know it (user space could write .bss). The frame count
@@ -83,43 +117,93 @@ struct {
 	__type(value, struct row_cache_entry);
 } row_cache SEC(".maps");
 
-/*
- * The row in force at a return address, asked of unwind_row_at. The previous frame's mapping
- * stays in it: callers are often in the same object.
- */
-struct row_query {
-	__u64 at;
-	__u32 tgid, generation;
-	struct mt_unwind_mapping map; /* end 0: none */
-	struct mt_unwind_row row;     /* the answer; MT_CFA_NONE when no row covers `at` */
-};
-
 struct cfi_walk {
 	__u64 pc, sp, bp;
 	__u64 ri;       /* the next pending return instance, 0: none */
 	__u64 ri_stack; /* the stack slot its trampoline address sits in */
 	__u64 ri_orig;  /* the return address it replaced */
-	bool has_tables; /* the process is described in unwind_procs */
 	__u64 *ips;
-	struct stack_copy *copy;
-	__u64 copy_base;  /* the address copy->words[0] holds */
+	struct walk_scratch *scratch;
+	struct chain *replay; /* chain_words_hold: the chain whose words it checks */
+	__u64 copy_base;  /* the address scratch->words[0] holds */
 	__u32 copy_bytes; /* how much of the stack from copy_base is in the copy */
 	__u32 n;
 	__u32 max;
-	struct row_query query;
+	__u32 has_tables; /* the process is described in unwind_procs */
 };
 
 /* The 8 bytes of stack at addr, from the copy when it holds them. */
-static __always_inline int read_stack(struct cfi_walk *w, __u64 addr, __u64 *out)
+static __always_inline int stack_word(struct cfi_walk *w, __u64 addr, __u64 *out)
 {
 	__u64 off = addr - w->copy_base;
-	struct stack_copy *c = w->copy;
-	if (c && off < w->copy_bytes && !(off & 7)) {
+	if (off < w->copy_bytes && !(off & 7)) {
 		/* The mask only restates off < copy_bytes <= MT_STACK_COPY_BYTES for the verifier. */
-		*out = c->words[(off / 8) & (MT_STACK_COPY_BYTES / 8 - 1)];
+		*out = w->scratch->words[(off / 8) & (MT_STACK_COPY_BYTES / 8 - 1)];
 		return 0;
 	}
 	return bpf_probe_read_user(out, sizeof(*out), (void *)addr);
+}
+
+enum { BP_FROM_RULE, BP_FROM_REGISTER, BP_FROM_STACK };
+
+/* A word the walk depends on, noted for its chain. */
+static __always_inline void note_word(struct cfi_walk *w, __u64 addr, __u64 value)
+{
+	struct walk_scratch *sc = w->scratch;
+	__u64 end = addr + 8 - w->copy_base;
+	if (end > sc->span)
+		sc->span = end > 0xffffffffULL ? 0xffffffff : (__u32)end;
+	__u32 i = sc->reads;
+	if (i < MT_CHAIN_READS) {
+		sc->addr[i] = addr;
+		sc->value[i] = value;
+	}
+	sc->reads = i + 1;
+}
+
+/* A return address's word: the walk depends on it. */
+static __always_inline int read_stack(struct cfi_walk *w, __u64 addr, __u64 *out)
+{
+	if (stack_word(w, addr, out) != 0)
+		return -1;
+	note_word(w, addr, *out);
+	return 0;
+}
+
+/* The caller's rbp, saved at addr: noted only if a rule uses it (walk_bp). */
+static __always_inline int read_saved_bp(struct cfi_walk *w, __u64 addr)
+{
+	w->scratch->bp_source = BP_FROM_STACK;
+	w->scratch->bp_addr = addr;
+	return stack_word(w, addr, &w->bp);
+}
+
+/* rbp as a rule does not know it: 0. */
+static __always_inline void forget_bp(struct cfi_walk *w)
+{
+	w->bp = 0;
+	w->scratch->bp_source = BP_FROM_RULE;
+}
+
+/* w->bp, for a rule that uses it: the walk now depends on where it came from. */
+static __always_inline __u64 walk_bp(struct cfi_walk *w)
+{
+	struct walk_scratch *sc = w->scratch;
+	if (sc->bp_source == BP_FROM_REGISTER) {
+		sc->bp_register_used = 1;
+	} else if (sc->bp_source == BP_FROM_STACK) {
+		note_word(w, sc->bp_addr, w->bp);
+		sc->bp_source = BP_FROM_RULE; /* noted once */
+	}
+	return w->bp;
+}
+
+/* Ends the walk, counted by why. */
+static __always_inline long walk_end(struct cfi_walk *w, __u32 counter)
+{
+	count(counter);
+	w->scratch->end = counter;
+	return 1;
 }
 
 static __always_inline void ri_load(struct cfi_walk *w, __u64 ri)
@@ -242,18 +326,15 @@ static __always_inline struct mt_unwind_row *find_row(struct mt_unwind_mapping *
 /* One step by frame pointer: rbp -> {caller's rbp, return address}. */
 static __always_inline long frame_pointer_step(struct cfi_walk *w)
 {
-	__u64 bp = w->bp, ra = 0, saved_bp = 0;
+	__u64 bp = walk_bp(w), ra = 0;
 	if (!bp || bp < w->sp || (bp & 7)) {
-		count(MT_COUNTER_UNWIND_COMPLETE); /* no frame pointer to follow: as far as it goes */
-		return 1;
+		return walk_end(w, MT_COUNTER_UNWIND_COMPLETE); /* no frame pointer to follow: as far as it goes */
 	}
-	if (read_stack(w, bp, &saved_bp) != 0 || read_return_address(w, bp + 8, &ra) != 0) {
-		count(MT_COUNTER_UNWIND_READ_FAILED);
-		return 1;
+	if (read_return_address(w, bp + 8, &ra) != 0 || read_saved_bp(w, bp) != 0) {
+		return walk_end(w, MT_COUNTER_UNWIND_READ_FAILED);
 	}
 	count(MT_COUNTER_UNWIND_FP_FRAMES);
 	w->sp = bp + 16;
-	w->bp = saved_bp;
 	w->pc = ra;
 	return 0;
 }
@@ -297,7 +378,7 @@ __noinline int unwind_row_at(struct row_query *q)
 static __always_inline long cfi_step(struct cfi_walk *w)
 {
 	/* Every pc after frame 0's registers is a return address: the call is the byte before. */
-	struct row_query *q = &w->query;
+	struct row_query *q = &w->scratch->query;
 	q->at = w->pc - 1;
 	struct mt_unwind_row row = {};
 	if (w->has_tables) {
@@ -311,41 +392,36 @@ static __always_inline long cfi_step(struct cfi_walk *w)
 	case MT_CFA_NONE:
 		return frame_pointer_step(w);
 	case MT_CFA_END:
-		count(MT_COUNTER_UNWIND_COMPLETE);
-		return 1;
+		return walk_end(w, MT_COUNTER_UNWIND_COMPLETE);
 	case MT_CFA_RSP:
 		cfa = w->sp + r->cfa_off;
 		break;
 	case MT_CFA_RBP:
-		cfa = w->bp + r->cfa_off;
+		cfa = walk_bp(w) + r->cfa_off;
 		break;
 	case MT_CFA_PLT:
 		cfa = w->sp + r->cfa_off + ((w->pc & 15) >= (__u64)(__u8)r->rbp_off8 ? 8 : 0);
 		break;
 	default:
-		count(MT_COUNTER_UNWIND_UNSUPPORTED);
-		return 1;
+		return walk_end(w, MT_COUNTER_UNWIND_UNSUPPORTED);
 	}
 	if (cfa <= w->sp) {
-		count(MT_COUNTER_UNWIND_BAD_FRAME);
-		return 1;
+		return walk_end(w, MT_COUNTER_UNWIND_BAD_FRAME);
 	}
 	__u64 ra = 0;
 	if (read_return_address(w, cfa - 8, &ra) != 0) {
-		count(MT_COUNTER_UNWIND_READ_FAILED);
-		return 1;
+		return walk_end(w, MT_COUNTER_UNWIND_READ_FAILED);
 	}
 	switch (mt_unwind_rbp_rule(r)) {
 	case MT_RBP_SAME:
 		break;
 	case MT_RBP_AT_CFA:
-		if (read_stack(w, cfa + (__s64)r->rbp_off8 * 8, &w->bp) != 0) {
-			count(MT_COUNTER_UNWIND_READ_FAILED);
-			return 1;
+		if (read_saved_bp(w, cfa + (__s64)r->rbp_off8 * 8) != 0) {
+			return walk_end(w, MT_COUNTER_UNWIND_READ_FAILED);
 		}
 		break;
 	default:
-		w->bp = 0;
+		forget_bp(w);
 		break;
 	}
 	count(MT_COUNTER_UNWIND_CFI_FRAMES);
@@ -359,12 +435,10 @@ static long cfi_frame(__u64 i, void *ctx)
 	struct cfi_walk *w = ctx;
 	__u32 n = opaque(w->n);
 	if (n >= w->max || n >= MT_MAX_FRAMES) {
-		count(MT_COUNTER_UNWIND_TRUNCATED);
-		return 1;
+		return walk_end(w, MT_COUNTER_UNWIND_TRUNCATED);
 	}
 	if (!w->pc) {
-		count(MT_COUNTER_UNWIND_COMPLETE);
-		return 1;
+		return walk_end(w, MT_COUNTER_UNWIND_COMPLETE);
 	}
 	w->ips[n] = w->pc;
 	w->n = n + 1;
@@ -372,17 +446,98 @@ static long cfi_frame(__u64 i, void *ctx)
 }
 
 /*
- * Fills s->ips from the registers at an allocator's return: frame 0 is the
- * return address into the caller. Returns the number of frames. Each frame is counted as it is
- * found: adding the counts up in the walk and once at its end made the verifier's states differ
- * by them, and loading took 0.2 s longer.
- *
- * A global function: the verifier checks it once, on its own, and its caller continues from one
- * state (the count is any scalar) instead of one per way the walk can end.
+ * Copies the stack from sp: `want` bytes, but no further than the end of the page after sp's
+ * (the second read fails harmlessly where the stack ends). sp's own page is mapped: it is the
+ * stack. Copying costs by the byte: a kept chain asks for just what its walk read.
  */
-__noinline __u32 cfi_walk_stack(struct pt_regs *ctx, struct mt_stack_record *s, __u32 tgid, __u32 max)
+static __always_inline void copy_stack(struct cfi_walk *w, __u32 want)
 {
-	if (!s)
+	__u32 first = MT_STACK_COPY_PAGE - (w->sp & (MT_STACK_COPY_PAGE - 1));
+	w->copy_base = w->sp;
+	w->copy_bytes = 0;
+	if (first > want)
+		first = want;
+	if (first == 0 || first > MT_STACK_COPY_PAGE || bpf_probe_read_user(w->scratch->words, first, (void *)w->sp) != 0)
+		return;
+	w->copy_bytes = first;
+	__u32 rest = want - first;
+	if (rest > MT_STACK_COPY_PAGE)
+		rest = MT_STACK_COPY_PAGE;
+	if (rest && bpf_probe_read_user((char *)w->scratch->words + first, rest, (void *)(w->sp + first)) == 0)
+		w->copy_bytes = first + rest;
+}
+
+/* One word of w->replay: scratch->replay_ok stays 1 while each still holds its value. */
+static long chain_replay_step(__u64 i, void *ctx)
+{
+	struct cfi_walk *w = ctx;
+	struct chain *c = w->replay;
+	__u64 v = 0;
+	if (!c || i >= MT_CHAIN_READS || stack_word(w, c->addr[i], &v) != 0 || v != c->value[i]) {
+		w->scratch->replay_ok = 0;
+		return 1;
+	}
+	return 0;
+}
+
+/* The kept chain started where this walk starts: same registers, tables and return instances. */
+static __always_inline bool chain_starts_here(struct cfi_walk *w, struct chain *c, __u32 tid)
+{
+	return c->generation == w->scratch->query.generation && c->tid == tid && c->pc == w->pc && c->sp == w->sp &&
+	       (!c->bp_used || c->bp == w->bp) &&
+	       c->reads <= MT_CHAIN_READS && c->n <= MT_MAX_FRAMES &&
+	       chain_returns_equal(&c->returns, &w->scratch->returns);
+}
+
+/* Every word the kept chain's walk read still holds what it read then. */
+static __always_inline bool chain_words_hold(struct cfi_walk *w, struct chain *c)
+{
+	w->replay = c;
+	w->scratch->replay_ok = 1;
+	bpf_loop(c->reads, chain_replay_step, w, 0);
+	return w->scratch->replay_ok;
+}
+
+/* Keeps the walk just done as the thread's chain, when it can be checked next time. */
+static __always_inline void chain_keep(struct chain *c, struct walk_scratch *sc, struct mt_stack_record *s, __u32 n,
+				       __u32 tid, struct pt_regs *ctx)
+{
+	__u32 reads = sc->reads, end = sc->end;
+	if ((end != MT_COUNTER_UNWIND_COMPLETE && end != MT_COUNTER_UNWIND_TRUNCATED) || reads > MT_CHAIN_READS ||
+	    n > MT_MAX_FRAMES || sc->returns.count > MT_CHAIN_RETURNS)
+		return;
+	c->generation = 0; /* no chain until all of it is written */
+	c->tid = tid;
+	c->pc = PT_REGS_IP(ctx);
+	c->sp = PT_REGS_SP(ctx);
+	c->bp = PT_REGS_FP(ctx);
+	c->bp_used = sc->bp_register_used;
+	c->span = sc->span;
+	c->n = n;
+	c->reads = reads;
+	c->end = end;
+	c->returns = sc->returns;
+	if (bpf_probe_read_kernel(c->addr, reads * 8, sc->addr) != 0 ||
+	    bpf_probe_read_kernel(c->value, reads * 8, sc->value) != 0 ||
+	    bpf_probe_read_kernel(c->ips, n * 8, s->ips) != 0)
+		return;
+	c->generation = sc->query.generation;
+}
+
+/*
+ * The walk, frame by frame, from the registers at an allocator's return into s->ips (frame 0 is
+ * the return address into the caller); returns the number of frames, and leaves what the walk
+ * read, for its chain, in the CPU's walk_scratch. Each frame is counted as it is found: adding
+ * the counts up in the walk made the verifier's states differ by them.
+ *
+ * A global function, as is its caller: the verifier checks each once, on its own, and a caller
+ * continues from one state (the count is any scalar) instead of one per way the walk can end.
+ */
+__noinline __u32 walk_frames(struct pt_regs *ctx, struct mt_stack_record *s, __u32 max, int has_tables)
+{
+	__u32 zero = 0;
+	struct walk_scratch *scratch = bpf_map_lookup_elem(&walk_scratch, &zero);
+	if (!s || !scratch)
 		return 0;
 	struct cfi_walk w = {
 		.pc = PT_REGS_IP(ctx),
@@ -390,33 +545,81 @@ __noinline __u32 cfi_walk_stack(struct pt_regs *ctx, struct mt_stack_record *s, 
 		.bp = PT_REGS_FP(ctx),
 		.ips = s->ips,
 		.max = max,
+		.scratch = scratch,
+		.has_tables = has_tables,
 	};
-	struct mt_unwind_process *proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
-	if (!proc) {
-		count(MT_COUNTER_UNWIND_NO_TABLES);
-	} else {
-		w.has_tables = true;
-		w.query.generation = proc->generation;
-	}
-	w.query.tgid = tgid;
-	__u32 zero = 0;
-	w.copy = bpf_map_lookup_elem(&stack_copy_scratch, &zero);
-	if (w.copy) {
-		/* sp's own page is mapped (it is the stack): it can always be copied. */
-		__u32 first = MT_STACK_COPY_PAGE - (w.sp & (MT_STACK_COPY_PAGE - 1));
-		w.copy_base = w.sp;
-		if (first <= MT_STACK_COPY_PAGE && bpf_probe_read_user(w.copy->words, first, (void *)w.sp) == 0) {
-			w.copy_bytes = first;
-			if (bpf_probe_read_user((char *)w.copy->words + first, MT_STACK_COPY_PAGE, (void *)(w.sp + first)) == 0)
-				w.copy_bytes = first + MT_STACK_COPY_PAGE;
-		} else {
-			w.copy = NULL;
-		}
-	}
+	copy_stack(&w, MT_STACK_COPY_BYTES);
+	scratch->reads = 0;
+	scratch->span = 0;
+	scratch->end = 0;
+	scratch->bp_source = BP_FROM_REGISTER;
+	scratch->bp_register_used = 0;
 	struct task_struct *task = bpf_get_current_task_btf();
 	ri_load(&w, (__u64)BPF_CORE_READ(task, utask, return_instances));
 	bpf_loop(MT_MAX_FRAMES + 1, cfi_frame, &w, 0);
 	return w.n;
+}
+
+/*
+ * s->ips from the kept chain c when this walk would repeat it: returns the number of frames + 1,
+ * or 0 when it would not (counted as changed when it started the same). Global, to keep its
+ * stack frame apart from the walk's.
+ */
+__noinline __u32 chain_answer(struct pt_regs *ctx, struct mt_stack_record *s, struct chain *c, __u32 tid)
+{
+	__u32 zero = 0;
+	struct walk_scratch *scratch = bpf_map_lookup_elem(&walk_scratch, &zero);
+	if (!s || !c || !scratch)
+		return 0;
+	struct cfi_walk w = {
+		.pc = PT_REGS_IP(ctx),
+		.sp = PT_REGS_SP(ctx),
+		.bp = PT_REGS_FP(ctx),
+		.scratch = scratch,
+	};
+	if (!chain_starts_here(&w, c, tid))
+		return 0;
+	copy_stack(&w, c->span);
+	if (!chain_words_hold(&w, c)) {
+		count(MT_COUNTER_UNWIND_CHAINS_CHANGED);
+		return 0;
+	}
+	__u32 n = c->n & MT_MAX_FRAMES;
+	bpf_probe_read_kernel(s->ips, n * 8, c->ips);
+	count(c->end == MT_COUNTER_UNWIND_TRUNCATED ? MT_COUNTER_UNWIND_TRUNCATED : MT_COUNTER_UNWIND_COMPLETE);
+	count(MT_COUNTER_UNWIND_CHAINS_MATCHED);
+	return n + 1;
+}
+
+/* s->ips from the thread's kept chain when it still holds (chain_cache.h), else walked. */
+__noinline __u32 cfi_walk_stack(struct pt_regs *ctx, struct mt_stack_record *s, __u32 tgid, __u32 max)
+{
+	__u32 zero = 0;
+	struct walk_scratch *scratch = bpf_map_lookup_elem(&walk_scratch, &zero);
+	if (!s || !scratch)
+		return 0;
+	scratch->query.generation = 0;
+	scratch->query.map.start = scratch->query.map.end = 0;
+	scratch->query.tgid = tgid;
+	struct mt_unwind_process *proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
+	if (!proc) {
+		count(MT_COUNTER_UNWIND_NO_TABLES);
+		return walk_frames(ctx, s, max, 0);
+	}
+	scratch->query.generation = proc->generation;
+	struct task_struct *task = bpf_get_current_task_btf();
+	chain_returns_read((struct return_instance *)BPF_CORE_READ(task, utask, return_instances), &scratch->returns);
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u32 slot = chain_slot(tid, PT_REGS_IP(ctx), PT_REGS_SP(ctx));
+	struct chain *kept = bpf_map_lookup_elem(&chains, &slot);
+	if (!kept)
+		return walk_frames(ctx, s, max, 1);
+	__u32 answered = chain_answer(ctx, s, kept, tid);
+	if (answered)
+		return answered - 1;
+	__u32 n = walk_frames(ctx, s, max, 1);
+	chain_keep(kept, scratch, s, n, tid, ctx);
+	return n;
 }
 
 #endif

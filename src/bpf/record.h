@@ -166,6 +166,8 @@ enum mt_counter {
 	MT_COUNTER_UNWIND_UNSUPPORTED,/* walks ended at a rule the walker cannot follow */
 	MT_COUNTER_UNWIND_READ_FAILED,/* walks ended at an unreadable stack slot */
 	MT_COUNTER_UNWIND_BAD_FRAME,  /* walks ended at a frame that did not move up the stack */
+	MT_COUNTER_UNWIND_CHAINS_MATCHED, /* walks answered by the thread's previous one (chain_cache.h) */
+	MT_COUNTER_UNWIND_CHAINS_CHANGED, /* walks that started as the previous one but read other words */
 	MT_COUNTER_MAX,
 };
 

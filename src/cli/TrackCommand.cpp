@@ -300,6 +300,8 @@ private:
             u.walks_unsupported = bpf_.counter(MT_COUNTER_UNWIND_UNSUPPORTED);
             u.walks_read_failed = bpf_.counter(MT_COUNTER_UNWIND_READ_FAILED);
             u.walks_bad_frame = bpf_.counter(MT_COUNTER_UNWIND_BAD_FRAME);
+            u.walks_matched = bpf_.counter(MT_COUNTER_UNWIND_CHAINS_MATCHED);
+            u.walks_changed = bpf_.counter(MT_COUNTER_UNWIND_CHAINS_CHANGED);
             stats_.set_unwind(u);
         }
         return stats_.to_json();

@@ -25,6 +25,8 @@ struct UnwindCounters {
     uint64_t walks_unsupported = 0;
     uint64_t walks_read_failed = 0;
     uint64_t walks_bad_frame = 0;
+    uint64_t walks_matched = 0;  // answered by the thread's previous walk (chain_cache.h)
+    uint64_t walks_changed = 0;  // started as the previous walk, but a word it read had changed
 };
 
 }  // namespace memtrack

@@ -6,6 +6,13 @@
  *   STK_CFI_CHAIN  main -> cfi_a -> cfi_b -> cfi_c -> malloc
  *   STK_CFI_QSORT  main -> qsort (glibc, no frame pointers) -> cfi_compare -> malloc, once
  *   STK_CFI_SHLIB  main -> cfi_lib_outer -> cfi_lib_inner -> malloc, in libstackcfi.so
+ *   STK_CFI_REPEAT main -> cfi_repeat -> the chain, STK_CFI_REPEATS times in a row from one call
+ *                  site: the same walk each time (a frame deeper than STK_CFI_CHAIN's, so that
+ *                  no walk but these starts where these do)
+ *   STK_CFI_TWIN_X/Y main -> cfi_twin_x or cfi_twin_y -> cfi_twin_leaf -> malloc, alternating,
+ *                  STK_CFI_TWINS times each, from one call site through a pointer: the twins have
+ *                  one frame size, so every walk starts at the same pc, sp and rbp, and the
+ *                  stacks differ only in the return address into the twin.
  */
 #include <stdlib.h>
 
@@ -39,6 +46,36 @@ __attribute__((noipa)) static char *cfi_a(size_t size)
 	return p;
 }
 
+__attribute__((noipa)) static char *cfi_twin_leaf(size_t size)
+{
+	char *p = malloc(fx_size(size)); /* STACK_MARK(cfi-twin-leaf-malloc) */
+	FX_REQUIRE(p != NULL);
+	fx_escape(p);
+	return fx_launder(p);
+}
+
+__attribute__((noipa)) static char *cfi_twin_x(size_t size)
+{
+	__asm__ volatile("movq $0x40, %%rbp" ::: "rbp");
+	char *p = cfi_twin_leaf(size); /* STACK_MARK(cfi-twin-x-calls-leaf) */
+	p[1] = 'x';
+	return p;
+}
+
+__attribute__((noipa)) static char *cfi_twin_y(size_t size)
+{
+	__asm__ volatile("movq $0x40, %%rbp" ::: "rbp");
+	char *p = cfi_twin_leaf(size); /* STACK_MARK(cfi-twin-y-calls-leaf) */
+	p[1] = 'y';
+	return p;
+}
+
+__attribute__((noipa)) static void cfi_repeat(void)
+{
+	for (unsigned i = 0; i < STK_CFI_REPEATS; i++)
+		free(fx_launder(cfi_a(STK_CFI_REPEAT))); /* STACK_MARK(cfi-repeat-calls-a) */
+}
+
 static int compared;
 
 __attribute__((noipa)) static int cfi_compare(const void *a, const void *b)
@@ -68,5 +105,11 @@ int main(void)
 
 	void *lib = cfi_lib_outer(STK_CFI_SHLIB); /* STACK_MARK(cfi-main-calls-lib) */
 	free(fx_launder(lib));
+
+	cfi_repeat(); /* STACK_MARK(cfi-main-calls-repeat) */
+
+	char *(*volatile twins[2])(size_t) = {cfi_twin_x, cfi_twin_y};
+	for (unsigned i = 0; i < 2 * STK_CFI_TWINS; i++)
+		free(fx_launder(twins[i & 1](i & 1 ? STK_CFI_TWIN_Y : STK_CFI_TWIN_X))); /* STACK_MARK(cfi-main-calls-twin) */
 	return 0;
 }

@@ -49,6 +49,11 @@
 #define STK_CFI_CHAIN 10901u /* main -> cfi_a -> cfi_b -> cfi_c -> malloc */
 #define STK_CFI_QSORT 10909u /* main -> qsort -> ... -> cfi_compare -> malloc */
 #define STK_CFI_SHLIB 10913u /* main -> cfi_lib_outer -> cfi_lib_inner -> malloc, libstackcfi.so */
+#define STK_CFI_REPEAT 10917u /* main -> cfi_repeat -> the chain, STK_CFI_REPEATS times from one site */
+#define STK_CFI_REPEATS 5u
+#define STK_CFI_TWIN_X 10921u /* main -> cfi_twin_x -> cfi_twin_leaf -> malloc */
+#define STK_CFI_TWIN_Y 10923u /* main -> cfi_twin_y -> cfi_twin_leaf -> malloc, same sp and site */
+#define STK_CFI_TWINS 3u      /* of each, alternating */
 /* stack_cfi_cxx: a vector<unsigned> grown to this many elements: 1, 2, 4, ... 4096 ints. */
 #define STK_CFI_CXX_ELEMS 4096u
 

@@ -724,9 +724,12 @@ TEST_CASE("stacks: code without frame pointers (rbp clobbered) unwinds by its CF
     ROOT_SUITE_GUARD();
     TempDir dir;
     Tracked t = track_cfi_fixture(dir, "stack_cfi");
-    const std::set<uint64_t> sizes = {STK_CFI_CHAIN, STK_CFI_QSORT, STK_CFI_SHLIB};
+    const std::set<uint64_t> sizes = {STK_CFI_CHAIN, STK_CFI_QSORT, STK_CFI_SHLIB, STK_CFI_REPEAT, STK_CFI_TWIN_X,
+                                      STK_CFI_TWIN_Y};
     std::map<uint64_t, std::string> expected;
     for (uint64_t size : sizes) expected[size] = "Malloc x1";
+    expected[STK_CFI_REPEAT] = "Malloc x" + std::to_string(STK_CFI_REPEATS);
+    expected[STK_CFI_TWIN_X] = expected[STK_CFI_TWIN_Y] = "Malloc x" + std::to_string(STK_CFI_TWINS);
     CHECK(show(tally_by_size(t.events, sizes)) == show(expected));
 
     const std::string src = "stack_cfi.c", lib_src = "stack_cfi_lib.c";
@@ -769,6 +772,33 @@ TEST_CASE("stacks: code without frame pointers (rbp clobbered) unwinds by its CF
                           {{"cfi_lib_inner", "/libstackcfi.so", marked_line(lib_src, "cfi-lib-inner-malloc")},
                            {"cfi_lib_outer", "/libstackcfi.so", marked_line(lib_src, "cfi-lib-outer-calls-inner")},
                            {"main", "", marked_line(src, "cfi-main-calls-lib")}});
+    }
+    SUBCASE("the same chain again, answered by the thread's previous walk") {
+        const auto r = with_size(resolved, STK_CFI_REPEAT);
+        REQUIRE(r.size() == STK_CFI_REPEATS);
+        for (const Resolved& e : r)
+            check_whole_stack(e.frames, "/stack_cfi",
+                              {{"cfi_c", "", marked_line(src, "cfi-c-malloc")},
+                               {"cfi_b", "", marked_line(src, "cfi-b-calls-c")},
+                               {"cfi_a", "", marked_line(src, "cfi-a-calls-b")},
+                               {"cfi_repeat", "", marked_line(src, "cfi-repeat-calls-a")},
+                               {"main", "", marked_line(src, "cfi-main-calls-repeat")}});
+        // One thread, and no other walk of it starts where these do.
+        CHECK(need_u64(unwind_stats(t), "walks_matched", "unwind") == STK_CFI_REPEATS - 1);
+    }
+    SUBCASE("twins: walks from the same registers whose stacks differ in one word") {
+        for (const auto& [size, twin, mark] : {std::tuple{STK_CFI_TWIN_X, "cfi_twin_x", "cfi-twin-x-calls-leaf"},
+                                               std::tuple{STK_CFI_TWIN_Y, "cfi_twin_y", "cfi-twin-y-calls-leaf"}}) {
+            const auto r = with_size(resolved, size);
+            REQUIRE(r.size() == STK_CFI_TWINS);
+            for (const Resolved& e : r)
+                check_whole_stack(e.frames, "/stack_cfi",
+                                  {{"cfi_twin_leaf", "", marked_line(src, "cfi-twin-leaf-malloc")},
+                                   {twin, "", marked_line(src, mark)},
+                                   {"main", "", marked_line(src, "cfi-main-calls-twin")}});
+        }
+        // Each twin after the first starts where the one before it did, and is walked again.
+        CHECK(need_u64(unwind_stats(t), "walks_changed", "unwind") == 2 * STK_CFI_TWINS - 1);
     }
     SUBCASE("every walk ended at the outermost frame, each caller found from a row") {
         const json::object u = unwind_stats(t);

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Stack walks kept so that the next walk from the same place can be checked instead of done
+ * again: allocation sites repeat, and a benchmark's loop allocates from the same few stacks, at
+ * the same depths, every time. Per CPU, MT_CHAIN_SLOTS walks, each in the slot its thread and
+ * starting registers hash to. Included by cfi_walk.h.
+ *
+ * Why a check is enough: a walk is a function of its starting registers (pc, sp, and rbp if a
+ * rule used rbp's value before a frame's saved rbp replaced it), the rows
+ * in force (fixed by the process description's generation, unique for a memtrack run), the
+ * thread's pending return instances (the uretprobe trampolines it maps back), and the stack
+ * words it reads. When all of these are equal, the walk reads the same words at the same
+ * addresses and ends the same way: the frames are the cached ones. Only walks that ended at the
+ * outermost frame or at max_frames are kept; a failed read or an unfollowable rule is walked
+ * again each time, and counted again.
+ */
+#ifndef MEMTRACK_CHAIN_CACHE_H
+#define MEMTRACK_CHAIN_CACHE_H
+
+#define MT_CHAIN_SLOTS 64   /* kept walks per CPU (a power of two, at most 64: chain_slot) */
+#define MT_CHAIN_READS 256  /* stack words one walk may read and still be kept: 2 a frame */
+#define MT_CHAIN_RETURNS 4  /* pending return instances a kept walk may start with */
+
+struct chain_returns {
+	__u32 count; /* MT_CHAIN_RETURNS + 1: more than fit */
+	__u64 stack[MT_CHAIN_RETURNS];
+	__u64 orig[MT_CHAIN_RETURNS];
+};
+
+struct chain {
+	__u64 pc, sp, bp;
+	__u32 bp_used; /* the walk depended on bp: it must be equal too */
+	__u32 span;    /* bytes from sp to the end of the highest word the walk read */
+	__u32 tid;
+	__u32 generation; /* 0: nothing kept */
+	__u32 n;          /* frames, in ips */
+	__u32 reads;      /* words read, in addr/value */
+	__u32 end;        /* the counter that ended the walk */
+	struct chain_returns returns;
+	__u64 addr[MT_CHAIN_READS];
+	__u64 value[MT_CHAIN_READS];
+	__u64 ips[MT_MAX_FRAMES];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MT_CHAIN_SLOTS);
+	__type(key, __u32);
+	__type(value, struct chain);
+} chains SEC(".maps");
+
+static __always_inline __u32 chain_slot(__u32 tid, __u64 pc, __u64 sp)
+{
+	__u64 h = (pc ^ (sp >> 4) ^ ((__u64)tid << 32)) * 0x9e3779b97f4a7c15ULL;
+	return (__u32)(h >> 58) & (MT_CHAIN_SLOTS - 1);
+}
+
+/* The thread's pending return instances, as far as MT_CHAIN_RETURNS + 1 of them. */
+static __always_inline void chain_returns_read(struct return_instance *r, struct chain_returns *out)
+{
+	out->count = 0;
+	for (__u32 i = 0; i <= MT_CHAIN_RETURNS && r; i++) {
+		if (i == MT_CHAIN_RETURNS) {
+			out->count = MT_CHAIN_RETURNS + 1;
+			return;
+		}
+		out->stack[i] = BPF_CORE_READ(r, stack);
+		out->orig[i] = BPF_CORE_READ(r, orig_ret_vaddr);
+		out->count = i + 1;
+		r = BPF_CORE_READ(r, next);
+	}
+}
+
+static __always_inline bool chain_returns_equal(const struct chain_returns *a, const struct chain_returns *b)
+{
+	if (a->count != b->count || a->count > MT_CHAIN_RETURNS)
+		return false;
+	for (__u32 i = 0; i < MT_CHAIN_RETURNS; i++) {
+		if (i >= a->count)
+			break;
+		if (a->stack[i] != b->stack[i] || a->orig[i] != b->orig[i])
+			return false;
+	}
+	return true;
+}
+
+#endif
