@@ -423,7 +423,9 @@ if on overhead; then
         done
     done
     echo
-    echo "Allocation events counted by memtrack (A(N) - A(1)): flood ${ALLOCS[flood]}, churn_c ${ALLOCS[churn_c]}, churn_cxx ${ALLOCS[churn_cxx]}, churn_nofp ${ALLOCS[churn_nofp]}."
+    counted=""
+    for wl in "${WORKLOADS[@]}"; do counted+="${counted:+, }$wl ${ALLOCS[$wl]}"; done
+    echo "Allocation events counted by memtrack (A(N) - A(1)): $counted."
     echo "The untracked rows' net columns (in parentheses) are the workload's own cost per allocation, already"
     echo "subtracted from the other rows. heaptrack does not follow fork(): under flood it traces only the parent,"
     echo "not the writer, so that row measures nothing (its churn rows are valid). bpftrace probes malloc (entry"
@@ -431,12 +433,12 @@ if on overhead; then
     echo
     echo "Derived (wall / CPU):"
     ratio() { # WORKLOAD TOOL-A TOOL-B -> "wall / CPU" ratios of their net costs
-        echo "$(fmt "$(calc "${NET[$1,$2]} / ${NET[$1,$3]}")" '%.2f') / $(fmt "$(calc "${NETC[$1,$2]} / ${NETC[$1,$3]}")" '%.2f')"
+        echo "$(fmt "$(calc "${NET[$1,$2]-nan} / ${NET[$1,$3]-nan}")" '%.2f') / $(fmt "$(calc "${NETC[$1,$2]-nan} / ${NETC[$1,$3]-nan}")" '%.2f')"
     }
     for wl in "${WORKLOADS[@]}"; do
         echo "- $wl: memtrack --no-stacks / placed floor $(ratio "$wl" memtrack-nostacks floor);" \
             "memtrack --no-stacks --probe-at-entry / entry floor $(ratio "$wl" memtrack-entry floor-entry);" \
-            "placement saves $(fmt "$(calc "${NET[$wl,memtrack-entry]} - ${NET[$wl,memtrack-nostacks]}")" '%.2f') / $(fmt "$(calc "${NETC[$wl,memtrack-entry]} - ${NETC[$wl,memtrack-nostacks]}")" '%.2f') us/alloc;" \
+            "placement saves $(fmt "$(calc "${NET[$wl,memtrack-entry]-nan} - ${NET[$wl,memtrack-nostacks]}")" '%.2f') / $(fmt "$(calc "${NETC[$wl,memtrack-entry]-nan} - ${NETC[$wl,memtrack-nostacks]}")" '%.2f') us/alloc;" \
             "memtrack / bpftrace $(ratio "$wl" memtrack bpftrace); memtrack --no-stacks / bpftrace $(ratio "$wl" memtrack-nostacks bpftrace);" \
             "stack capture: memtrack / --no-stacks $(ratio "$wl" memtrack memtrack-nostacks);" \
             "memtrack (CFI walk) / placed floor $(ratio "$wl" memtrack floor); memtrack --unwind fp / placed floor $(ratio "$wl" memtrack-fp floor);" \
