@@ -72,16 +72,17 @@ void Symbolizer::write_batch(const RecordBatch& b) {
     const uint64_t cpu_t0 = thread_cpu_ns();
     // This batch was popped: the ones still queued behind it, plus itself.
     counters_.max_queued_batches = std::max<uint64_t>(counters_.max_queued_batches, queued() + 1);
-    // Mappings first, for the whole batch, in the order they were read.
-    for (const ProcessMaps& m : b.maps) install(m);
-    for (const StackSample& s : b.stacks)
-        if (!maps_.count(s.pid)) read_again(s.pid);
-
     buf_.clear();
     std::unordered_set<int32_t> reread;  // processes whose mappings this batch read again
     const uint64_t batch_t0 = monotonic_ns();
     std::vector<Frame> frames;
+    size_t next_maps = 0;  // b.maps holds, in order, what the stacks flagged NEW_MAPS read
     for (const StackSample& s : b.stacks) {
+        // A process's new mappings apply from the stack that brought them: the stacks before it
+        // in the batch were taken in the image it had before (an exec moves everything).
+        if ((s.flags & MT_STACK_NEW_MAPS) && next_maps < b.maps.size() && b.maps[next_maps].pid() == s.pid)
+            install(b.maps[next_maps++]);
+        if (!maps_.count(s.pid)) read_again(s.pid);
         const uint64_t t0 = monotonic_ns();
         if (!written_.insert(s.hash).second) {
             stats_.on_stack(MT_STACK_HEADER_BYTES + 8 * s.ips.size() + 8, 0);

@@ -45,6 +45,11 @@
 #define STK_FLOOD_DEPTH 12u
 #define STK_FLOOD_SIZE 10811u
 
+/* stack_exec: STK_EXEC_SITES sites before an exec of itself, one after it. */
+#define STK_EXEC_BEFORE 10961u
+#define STK_EXEC_SITES 8u
+#define STK_EXEC_AFTER 10971u
+
 /* stack_cfi (-O2 -fomit-frame-pointer, rbp clobbered): the CFI walk's chains. */
 #define STK_CFI_CHAIN 10901u /* main -> cfi_a -> cfi_b -> cfi_c -> malloc */
 #define STK_CFI_QSORT 10909u /* main -> qsort -> ... -> cfi_compare -> malloc */

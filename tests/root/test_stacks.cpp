@@ -558,6 +558,38 @@ TEST_CASE("stacks: 20 processes that allocate once and exit at once are all symb
     check_exit_fast(track_and_dump(dir, {fixture("stack_exit_fast")}));
 }
 
+// Stacks from two images of one process, the second exec'ed from the first: each is symbolized
+// with the mappings of its own image (libc moved at the exec). Within one batch, the order is
+// the unit suite's ("Symbolizer: new mappings apply from the stack that brought them").
+TEST_CASE("stacks: stacks taken before an exec are symbolized with the image they were taken in") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    Tracked t = track_and_dump(dir, {fixture("stack_exec")});
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    std::set<uint64_t> sizes = {STK_EXEC_AFTER};
+    for (unsigned i = 0; i < STK_EXEC_SITES; i++) sizes.insert(STK_EXEC_BEFORE + i);
+    std::map<uint64_t, std::string> expected;
+    for (uint64_t size : sizes) expected[size] = "Malloc x1";
+    CHECK(show(tally_by_size(t.events, sizes)) == show(expected));
+
+    const std::vector<Resolved> resolved = dump_resolved(t.result.artifact);
+    auto check_frames = [&](uint64_t size, const std::string& leaf, uint64_t main_line) {
+        const auto r = with_size(resolved, size);
+        REQUIRE(r.size() == 1);
+        const auto& frames = r[0].frames;
+        INFO("size ", size, " frames:", show(frames));
+        REQUIRE(frames.size() >= 2);
+        CHECK(frames[0].function == leaf);
+        CHECK(ends_with(frames[0].module, "/stack_exec"));
+        CHECK(frames[1].function == "main");
+        if (main_line) CHECK(frames[1].line == main_line);
+    };
+    for (unsigned i = 0; i < STK_EXEC_SITES; i++)
+        check_frames(STK_EXEC_BEFORE + i, "exec_site_" + std::to_string(i), 0);
+    check_frames(STK_EXEC_AFTER, "exec_after", marked_line("stack_exec.c", "exec-main-calls-after"));
+    CHECK(stat_u64(stats_object(t), "stacks_cut_outside_code") == 0);
+}
+
 // A process held at its first stack until its mappings are read (MT_HOLD_SNAPSHOT) and paused
 // for ring pressure (MT_HOLD_PRESSURE) is one SIGSTOP with two reasons: ending the pressure
 // pause must not resume it, or it exits before /proc/PID/maps is read and its stacks come out
