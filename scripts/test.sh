@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# scripts/test.sh [meson test arguments, e.g. --suite unit]: installs what is missing, builds,
-# runs the tests and exits non-zero when one failed. Tests run one at a time: the root suite's
-# tests share the machine's uprobes and must not overlap.
+# scripts/test.sh: what CI runs (.ci/run): installs what is missing, builds, runs every test and
+# exits non-zero when one failed. Tests run one at a time: the root suite's tests share the
+# machine's uprobes and must not overlap. With no arguments, each check once:
+#   the plain build (-O2, -Werror, the benchmarks too) and its unit suite; memtrack and the unit
+#   suite built again with ASan+UBSan in build-address-undefined/ (scripts/build.sh: -O1, only
+#   what the suites need) and that unit suite; the root suite once, its plain test_root driving
+#   the sanitized memtrack; then the fuzz targets (MEMTRACK_FUZZ_SECONDS each, 0 to skip).
+# MEMTRACK_SANITIZE=LIST picks other sanitizers for that run, MEMTRACK_SANITIZE=none leaves them
+# out (both suites plain).
+#   scripts/test.sh [meson test arguments, e.g. --suite unit]   the plain build, those tests
 #   scripts/test.sh --sanitize address,undefined [meson test arguments]
 #   scripts/test.sh --sanitize thread --suite unit
-# builds memtrack with those sanitizers in build-LIST/ (scripts/build.sh: -O1, only what the
-# tests need) and runs the suites there: any report fails the test that caused it.
-#   MEMTRACK_SANITIZE=LIST scripts/test.sh      (CI: .ci/run sets address,undefined)
-# the plain build and its unit suite; memtrack and the unit suite built again with LIST, and that
-# unit suite; the root suite once, driving the sanitized memtrack; then the fuzz targets. Each
-# check runs once, and nothing the root suite does not test is built twice.
+# build with those sanitizers in build-LIST/ and run the suites there (the root suite's own code
+# sanitized too): any report fails the test that caused it.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
@@ -19,8 +22,8 @@ if [[ "${1:-}" == "--sanitize" ]]; then
     [[ -n "${2:-}" ]] || { echo "test: error: --sanitize needs a list, e.g. address,undefined" >&2; exit 2; }
     SANITIZE="$2"
     shift 2
-elif [[ $# -eq 0 && -n "${MEMTRACK_SANITIZE:-}" ]]; then
-    SANITIZE="$MEMTRACK_SANITIZE"
+elif [[ $# -eq 0 && "${MEMTRACK_SANITIZE-address,undefined}" != none ]]; then
+    SANITIZE="${MEMTRACK_SANITIZE:-address,undefined}"
     CI_RUN=1
 fi
 SAN_DIR="build-${SANITIZE//,/-}"

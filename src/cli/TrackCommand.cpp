@@ -361,8 +361,8 @@ private:
     // SIGKILLed memtrack. So memtrack pauses nobody from now on and records on: a ring that fills
     // drops records (counted, and the exit status says so), a new process may run before its probes.
     void on_guard_died() {
-        log::error("memtrack-guard died: no process is paused from now on, so records may be dropped");
         holds_.stop_pausing();
+        log::error("memtrack-guard died: no process is paused from now on, so records may be dropped");
     }
 
     void start_detach() {

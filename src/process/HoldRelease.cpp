@@ -67,11 +67,13 @@ HoldRelease release_hold(HoldStore& store, HoldSignals& signals, uint32_t pid, u
     return out;
 }
 
+void close_protocol(HoldStore& store) { word_of(store, MT_HOLD_CLOSED_WORD).store(1, std::memory_order_seq_cst); }
+
 FinalPass release_all_for_good(HoldStore& store, HoldSignals& signals, std::chrono::milliseconds sender_wait) {
     FinalPass pass;
     // Closed first: a sender that checks after this sends nothing, and one that checked before
     // is counted in its word, which is waited for below. Its entry was made before its claim.
-    word_of(store, MT_HOLD_CLOSED_WORD).store(1, std::memory_order_seq_cst);
+    close_protocol(store);
     for (uint32_t pid : store.indexed()) {
         if (pid == MT_HOLD_CLOSED_WORD || pid >= store.capacity()) continue;
         auto word = word_of(store, pid);

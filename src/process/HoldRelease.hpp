@@ -42,6 +42,10 @@ struct FinalPass {
     uint64_t senders_left = 0;                      // words whose senders did not finish in time
 };
 
+// Closes the protocol: no SIGSTOP is sent after this (a sender that checked before is still
+// counted in its word). From any thread.
+void close_protocol(HoldStore& store);
+
 // Closes the protocol (no SIGSTOP is sent after this) and ends every hold, waiting up to
 // `sender_wait` per process for senders in flight. Once it returns nothing memtrack or BPF
 // paused stays stopped.

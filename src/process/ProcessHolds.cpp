@@ -82,6 +82,9 @@ void ProcessHolds::arm_retry() {
 }
 
 void ProcessHolds::stop_pausing() {
+    // Closed now, not when the strand gets to it: a process that starts writing once this
+    // returns is never paused (the strand may be busy for a while, slower still under ASan).
+    close_protocol(store_);
     asio::post(strand_, [this] {
         const FinalPass pass = release_all_for_good(store_, signals_);
         for (uint32_t r = 0; r < MT_HOLD_REASONS; ++r) released_[r].fetch_add(pass.ended[r]);

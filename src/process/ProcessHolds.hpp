@@ -46,8 +46,9 @@ public:
     // Ends `reason` on every process that holds it, one after the other while still_wanted()
     // (asked before each), then done(). Busy ones are left for the caller's next call.
     void release_every(uint32_t reason, std::function<bool()> still_wanted, Done done = {});
-    // Closes the protocol now (no SIGSTOP from here on) and resumes every held process: for
-    // when nothing would resume them should memtrack die (memtrack-guard died).
+    // Closes the protocol before it returns (no SIGSTOP from here on) and resumes every held
+    // process on the strand: for when nothing would resume them should memtrack die
+    // (memtrack-guard died).
     void stop_pausing();
     // Once the io_context has stopped: closes the protocol and resumes everything for good.
     FinalPass close();

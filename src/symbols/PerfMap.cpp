@@ -8,7 +8,6 @@
 #include <fstream>
 #include <optional>
 
-#include "core/Fd.hpp"
 #include "symbols/TextFields.hpp"
 
 namespace memtrack {
@@ -83,25 +82,50 @@ void PerfMap::add(std::string_view text) {
     partial_.erase(0, partial_.size() - rest.size());
 }
 
-Result<void> PerfMap::refresh() {
-    Fd fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
-    if (!fd.valid()) return errno_error("open", path_);
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return errno_error("stat", path_);
+namespace {
+
+struct OpenedMap {
+    Fd fd;
+    struct stat st;
+};
+
+// The file under `path` now, if the runtime's user could have written it.
+Result<OpenedMap> open_map(const std::string& path, uid_t owner) {
+    OpenedMap m{Fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)), {}};
+    if (!m.fd.valid()) return errno_error("open", path);
+    if (::fstat(m.fd.get(), &m.st) != 0) return errno_error("stat", path);
     // Written by the runtime, so owned by the process's user: anything else was planted there.
-    if (!S_ISREG(st.st_mode) || (owner_ != uid_t(-1) && st.st_uid != owner_))
-        return Error{"open", path_, EPERM, "not a regular file of the process's user"};
-    // Another file under the name (a new inode, or one shorter than what was read: inode numbers
-    // are reused) is another process's map.
-    if (inode_ != 0 && (st.st_ino != inode_ || st.st_size < read_to_)) {
-        objects_.clear();
-        partial_.clear();
-        read_to_ = 0;
+    if (!S_ISREG(m.st.st_mode) || (owner != uid_t(-1) && m.st.st_uid != owner))
+        return Error{"open", path, EPERM, "not a regular file of the process's user"};
+    return m;
+}
+
+}  // namespace
+
+Result<void> PerfMap::refresh() {
+    Result<OpenedMap> now = open_map(path_, owner_);
+    if (now) {
+        // Another file under the name (another inode, or the same one rewritten shorter) is
+        // another map: another process's, once the pid was reused.
+        const struct stat& st = now->st;
+        if (!file_.valid() || st.st_ino != inode_ || st.st_dev != dev_ || st.st_size < read_to_) {
+            if (file_.valid()) {
+                objects_.clear();
+                partial_.clear();
+                read_to_ = 0;
+            }
+            file_ = std::move(now->fd);
+            inode_ = st.st_ino;
+            dev_ = st.st_dev;
+        }
+    } else if (!file_.valid()) {
+        return now.error();
     }
-    inode_ = st.st_ino;
+    // Otherwise the name leads nowhere now (the process exited, and /proc/PID/root with it) or to
+    // a file refused: the map the runtime wrote is the one held open.
     char buf[65536];
     for (;;) {
-        const ssize_t n = ::pread(fd.get(), buf, sizeof buf, read_to_);
+        const ssize_t n = ::pread(file_.get(), buf, sizeof buf, read_to_);
         if (n < 0) {
             if (errno == EINTR) continue;
             return errno_error("read", path_);

@@ -3,6 +3,8 @@
 // "START SIZE NAME" line per code object (hex, no 0x), appended as code is made (node
 // --perf-basic-prof, python3 -X perf). Code is logged before it runs, so an address a stack
 // holds is in the file by the time the stack is symbolized; a miss reads what was appended since.
+// The file once opened stays open: stacks are symbolized after their process has exited too,
+// when its name under /proc/PID/root no longer leads to it, and what it appended last is there.
 #include <sys/types.h>
 
 #include <cstdint>
@@ -10,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/Fd.hpp"
 #include "core/Result.hpp"
 
 namespace memtrack {
@@ -30,8 +33,9 @@ public:
 
     size_t size() const { return objects_.size(); }
     const std::string& path() const { return path_; }
-    // Reads what was appended since the last read. A file that is a symlink, belongs to another
-    // user than the process's, or was replaced under its name is refused.
+    // Reads what was appended since the last read. A file that is a symlink or belongs to another
+    // user than the process's is refused; another file under the name replaces the one read.
+    // Once the name leads nowhere (the process is gone), reads on in the file held open.
     Result<void> refresh();
 
 private:
@@ -42,8 +46,10 @@ private:
     std::map<uint64_t, Object> objects_;  // by start; never overlapping
     std::string path_;
     uid_t owner_;
+    Fd file_;  // the map read so far, kept open
     off_t read_to_ = 0;
     ino_t inode_ = 0;
+    dev_t dev_ = 0;
     std::string partial_;
 };
 

@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "bpf/hold.h"
+#include "actors/Stats.hpp"
 #include "process/HoldRelease.hpp"
+#include "process/ProcessHolds.hpp"
 #include "process/HoldStore.hpp"
 
 using namespace memtrack;
@@ -362,4 +364,24 @@ TEST_CASE("holds: after someone else's SIGCONT, the hold's end resumes the proce
     CHECK(release_hold(store, sig, 9, MT_HOLD_PRESSURE).outcome == HoldRelease::Outcome::Resumed);
     CHECK_FALSE(sig.stopped(9));
     CHECK(word(store, 9) == 0);
+}
+
+TEST_CASE("holds: stop_pausing closes the protocol before it returns, and resumes on the strand") {
+    // memtrack says "no process is paused from now on" right after stop_pausing(): a process
+    // that writes once it is said must find the protocol closed, however busy the strand is.
+    boost::asio::io_context io;  // not run yet: the strand is "busy"
+    FakeStore store(64);
+    FakeSignals sig;
+    Stats stats;
+    ProcessHolds holds(io, store, sig, stats, [](uint32_t) { return uint64_t(0); });
+    CHECK(hold_process(store, sig, 11, MT_HOLD_PRESSURE, true));
+    holds.stop_pausing();
+    CHECK(word(store, MT_HOLD_CLOSED_WORD) == 1);
+    const size_t sent = sig.sent().size();
+    CHECK(hold_process(store, sig, 12, MT_HOLD_PRESSURE, true));  // claimed, but closed:
+    CHECK(sig.sent().size() == sent);                              // no SIGSTOP for 12
+    CHECK(sig.stopped(11));            // 11 waits for the strand
+    io.run();
+    CHECK_FALSE(sig.stopped(11));
+    CHECK(word(store, 11) == 0);
 }

@@ -3,6 +3,8 @@
 
 #include "TestFiles.hpp"
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -24,6 +26,35 @@ void append(const std::string& path, std::string_view text) {
     std::ofstream out(path, std::ios::app | std::ios::binary);
     out << text;
 }
+
+// A child that waits to be killed, and its perf map under /tmp; both ended by pid, whatever happens.
+class MapWriter {
+public:
+    MapWriter() : pid_(::fork()) {
+        if (pid_ == 0) {
+            for (;;) ::pause();
+        }
+        REQUIRE(pid_ > 0);
+        path_ = "/tmp/perf-" + std::to_string(pid_) + ".map";
+    }
+    ~MapWriter() {
+        end();
+        std::filesystem::remove(path_);
+    }
+    int pid() const { return pid_; }
+    const std::string& path() const { return path_; }
+    // Killed and reaped: /proc/PID (and the map's name through it) is gone.
+    void end() {
+        if (pid_ <= 0) return;
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, nullptr, 0);
+        pid_ = -1;
+    }
+
+private:
+    int pid_;
+    std::string path_;
+};
 
 }  // namespace
 
@@ -95,4 +126,19 @@ TEST_CASE("PerfMap: a symlink or another user's file is refused") {
     CHECK(at(foreign, 0x1000) == "<none>");
     PerfMap mine(real, ::getuid());
     CHECK(at(mine, 0x1000) == "secret");
+}
+
+TEST_CASE("PerfMap: what the runtime appended before it exited is found after it exited") {
+    // The symbolizer lags behind the process: the stacks of its last code are named after it
+    // has gone, when its /proc/PID/root no longer leads to its /tmp.
+    MapWriter writer;
+    append(writer.path(), "1000 10 early\n");
+    PerfMap map = PerfMap::for_process(writer.pid());
+    CHECK(map.path() == "/proc/" + std::to_string(writer.pid()) + "/root" + writer.path());
+    CHECK(at(map, 0x1000) == "early");
+    append(writer.path(), "2000 10 last\n");
+    writer.end();
+    CHECK(at(map, 0x2000) == "last");
+    CHECK(at(map, 0x1000) == "early");
+    CHECK(at(map, 0x3000) == "<none>");
 }
