@@ -6,13 +6,14 @@
  * starting registers hash to. Included by cfi_walk.h.
  *
  * Why a check is enough: a walk is a function of its starting registers (pc, sp, and rbp if a
- * rule used rbp's value before a frame's saved rbp replaced it), the rows
- * in force (fixed by the process description's generation, unique for a memtrack run), the
- * thread's pending return instances (the uretprobe trampolines it maps back), and the stack
- * words it reads. When all of these are equal, the walk reads the same words at the same
- * addresses and ends the same way: the frames are the cached ones. Only walks that ended at the
- * outermost frame or at max_frames are kept; a failed read or an unfollowable rule is walked
- * again each time, and counted again.
+ * rule used rbp's value before a frame's saved rbp replaced it), the rows in force (fixed by the
+ * process description's generation, unique for a memtrack run), the thread's pending return
+ * instances (the uretprobe trampolines it maps back), and the stack words it depended on: each
+ * return address's slot, and a saved rbp once a rule used it (a saved rbp no rule uses changes
+ * nothing). When all of these are equal, the walk reads the same words at the same addresses
+ * and ends the same way: the frames are the kept ones. Only walks that ended at the outermost
+ * frame or at max_frames are kept; a failed read or an unfollowable rule is walked again each
+ * time, and counted again.
  */
 #ifndef MEMTRACK_CHAIN_CACHE_H
 #define MEMTRACK_CHAIN_CACHE_H
