@@ -481,9 +481,9 @@ static long chain_replay_step(__u64 i, void *ctx)
 }
 
 /* The kept chain started where this walk starts: same registers, tables and return instances. */
-static __always_inline bool chain_starts_here(struct cfi_walk *w, struct chain *c, __u32 tid)
+static __always_inline bool chain_starts_here(struct cfi_walk *w, struct chain *c, __u32 tid, __u32 generation)
 {
-	return c->generation == w->scratch->query.generation && c->tid == tid && c->pc == w->pc && c->sp == w->sp &&
+	return c->generation == generation && c->tid == tid && c->pc == w->pc && c->sp == w->sp &&
 	       (!c->bp_used || c->bp == w->bp) &&
 	       c->reads <= MT_CHAIN_READS && c->n <= MT_MAX_FRAMES &&
 	       chain_returns_equal(&c->returns, &w->scratch->returns);
@@ -500,7 +500,7 @@ static __always_inline bool chain_words_hold(struct cfi_walk *w, struct chain *c
 
 /* Keeps the walk just done as the thread's chain, when it can be checked next time. */
 static __always_inline void chain_keep(struct chain *c, struct walk_scratch *sc, struct mt_stack_record *s, __u32 n,
-				       __u32 tid, struct pt_regs *ctx)
+				       __u32 tid, __u32 generation, struct pt_regs *ctx)
 {
 	__u32 reads = sc->reads, end = sc->end;
 	if ((end != MT_COUNTER_UNWIND_COMPLETE && end != MT_COUNTER_UNWIND_TRUNCATED) || reads > MT_CHAIN_READS ||
@@ -521,19 +521,20 @@ static __always_inline void chain_keep(struct chain *c, struct walk_scratch *sc,
 	    bpf_probe_read_kernel(c->value, reads * 8, sc->value) != 0 ||
 	    bpf_probe_read_kernel(c->ips, n * 8, s->ips) != 0)
 		return;
-	c->generation = sc->query.generation;
+	c->generation = generation;
 }
 
 /*
  * The walk, frame by frame, from the registers at an allocator's return into s->ips (frame 0 is
- * the return address into the caller); returns the number of frames, and leaves what the walk
+ * the return address into the caller), by the rows of the process's description `generation`
+ * (0: none, each step by frame pointer); returns the number of frames, and leaves what the walk
  * read, for its chain, in the CPU's walk_scratch. Each frame is counted as it is found: adding
  * the counts up in the walk made the verifier's states differ by them.
  *
  * A global function, as is its caller: the verifier checks each once, on its own, and a caller
  * continues from one state (the count is any scalar) instead of one per way the walk can end.
  */
-__noinline __u32 walk_frames(struct pt_regs *ctx, struct mt_stack_record *s, __u32 max, int has_tables)
+__noinline __u32 walk_frames(struct pt_regs *ctx, struct mt_stack_record *s, __u32 tgid, __u32 max, __u32 generation)
 {
 	__u32 zero = 0;
 	struct walk_scratch *scratch = bpf_map_lookup_elem(&walk_scratch, &zero);
@@ -546,8 +547,11 @@ __noinline __u32 walk_frames(struct pt_regs *ctx, struct mt_stack_record *s, __u
 		.ips = s->ips,
 		.max = max,
 		.scratch = scratch,
-		.has_tables = has_tables,
+		.has_tables = generation != 0,
 	};
+	scratch->query.tgid = tgid;
+	scratch->query.generation = generation;
+	scratch->query.map.start = scratch->query.map.end = 0;
 	copy_stack(&w, MT_STACK_COPY_BYTES);
 	scratch->reads = 0;
 	scratch->span = 0;
@@ -565,7 +569,8 @@ __noinline __u32 walk_frames(struct pt_regs *ctx, struct mt_stack_record *s, __u
  * or 0 when it would not (counted as changed when it started the same). Global, to keep its
  * stack frame apart from the walk's.
  */
-__noinline __u32 chain_answer(struct pt_regs *ctx, struct mt_stack_record *s, struct chain *c, __u32 tid)
+__noinline __u32 chain_answer(struct pt_regs *ctx, struct mt_stack_record *s, struct chain *c, __u32 tid,
+			      __u32 generation)
 {
 	__u32 zero = 0;
 	struct walk_scratch *scratch = bpf_map_lookup_elem(&walk_scratch, &zero);
@@ -577,7 +582,7 @@ __noinline __u32 chain_answer(struct pt_regs *ctx, struct mt_stack_record *s, st
 		.bp = PT_REGS_FP(ctx),
 		.scratch = scratch,
 	};
-	if (!chain_starts_here(&w, c, tid))
+	if (!chain_starts_here(&w, c, tid, generation))
 		return 0;
 	copy_stack(&w, c->span);
 	if (!chain_words_hold(&w, c)) {
@@ -598,27 +603,24 @@ __noinline __u32 cfi_walk_stack(struct pt_regs *ctx, struct mt_stack_record *s, 
 	struct walk_scratch *scratch = bpf_map_lookup_elem(&walk_scratch, &zero);
 	if (!s || !scratch)
 		return 0;
-	scratch->query.generation = 0;
-	scratch->query.map.start = scratch->query.map.end = 0;
-	scratch->query.tgid = tgid;
 	struct mt_unwind_process *proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
 	if (!proc) {
 		count(MT_COUNTER_UNWIND_NO_TABLES);
-		return walk_frames(ctx, s, max, 0);
+		return walk_frames(ctx, s, tgid, max, 0);
 	}
-	scratch->query.generation = proc->generation;
+	const __u32 generation = proc->generation;
 	struct task_struct *task = bpf_get_current_task_btf();
 	chain_returns_read((struct return_instance *)BPF_CORE_READ(task, utask, return_instances), &scratch->returns);
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u32 slot = chain_slot(tid, PT_REGS_IP(ctx), PT_REGS_SP(ctx));
 	struct chain *kept = bpf_map_lookup_elem(&chains, &slot);
 	if (!kept)
-		return walk_frames(ctx, s, max, 1);
-	__u32 answered = chain_answer(ctx, s, kept, tid);
+		return walk_frames(ctx, s, tgid, max, generation);
+	__u32 answered = chain_answer(ctx, s, kept, tid, generation);
 	if (answered)
 		return answered - 1;
-	__u32 n = walk_frames(ctx, s, max, 1);
-	chain_keep(kept, scratch, s, n, tid, ctx);
+	__u32 n = walk_frames(ctx, s, tgid, max, generation);
+	chain_keep(kept, scratch, s, n, tid, generation, ctx);
 	return n;
 }
 
