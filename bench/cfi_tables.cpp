@@ -7,7 +7,6 @@
 // (8 bytes each), FDEs, rows per CFA type and the libdw rows it could not express, by cause.
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +15,7 @@
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
 
+#include "JsonFile.hpp"
 #include "core/Clock.hpp"
 #include "unwind/CfiTable.hpp"
 
@@ -73,11 +73,7 @@ int run(int argc, char** argv) {
                     c.rows * sizeof(mt_unwind_row), c.fdes, median(wall_ms), median(cpu_ms));
     }
     std::printf("%s\n", boost::json::serialize(all).c_str());
-    if (!json_path.empty()) {
-        std::ofstream out(json_path);
-        out << boost::json::serialize(all) << "\n";
-        if (!out) return 1;
-    }
+    if (!json_path.empty() && !write_json_file("cfi_tables", json_path, all)) return 1;
     return 0;
 }
 

@@ -10,16 +10,15 @@
 // (CLOCK_THREAD_CPUTIME_ID), so they mean "per core" whatever else the machine runs.
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <random>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
 #include <CLI/CLI.hpp>
-#include <boost/json/serialize.hpp>
 #include <boost/json/object.hpp>
 
+#include "JsonFile.hpp"
 #include "core/Clock.hpp"
 #include "symbols/FileMaps.hpp"
 #include "symbols/Resolver.hpp"
@@ -109,11 +108,7 @@ int run(int argc, char** argv) {
                      {"pass1", pass_json(p1, n)}, {"pass2", pass_json(p2, n)},
                      {"cache_misses", r.cache_misses()}};
     }
-    if (!json_path.empty()) {
-        std::ofstream out(json_path);
-        out << boost::json::serialize(all) << "\n";
-        if (!out) return 1;
-    }
+    if (!json_path.empty() && !write_json_file("symbol_throughput", json_path, all)) return 1;
     return 0;
 }
 
