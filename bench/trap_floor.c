@@ -27,7 +27,7 @@
 #define ATTACH_UPROBE_MULTI 48 /* BPF_TRACE_UPROBE_MULTI (Linux 6.6), absent from older headers */
 #define UPROBE_MULTI_RETURN 1u /* BPF_F_UPROBE_MULTI_RETURN */
 #define MAX_LINKS 16
-#define MAX_OFFSETS 64
+#define MAX_OFFSETS 512 /* mimalloc alone defines ~100 entry points */
 
 struct spec {
 	const char *path;
@@ -106,7 +106,7 @@ int main(int argc, char **argv)
 			verbose = 1;
 		} else if ((!strcmp(argv[i], "-e") || !strcmp(argv[i], "-r")) && i + 1 < argc) {
 			if (nspecs == MAX_LINKS || parse_spec(argv[i + 1], argv[i][1] == 'r', &specs[nspecs]) != 0) {
-				fprintf(stderr, "trap_floor: bad probe list: %s\n", argv[i + 1]);
+				fprintf(stderr, "trap_floor: bad probe list (LIB:OFF,OFF,...; at most %d offsets, %d lists): %s\n", MAX_OFFSETS, MAX_LINKS, argv[i + 1]);
 				return 2;
 			}
 			++nspecs;

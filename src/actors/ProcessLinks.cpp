@@ -91,7 +91,7 @@ void ProcessLinks::note_probed(pid_t pid, const ProbedObject& o) {
 Result<void> ProcessLinks::attach_process(pid_t pid, uint64_t start_boottime, const std::vector<ProbedObject>& objects) {
     if (processes_.count(pid)) return {};
     const uint64_t t0 = monotonic_ns();
-    if (processes_.size() >= kMaxOwnLinked) return use_shared(t0, objects);
+    if (!bpf_.per_process_links() || processes_.size() >= kMaxOwnLinked) return use_shared(t0, objects);
     // The pidfd first: it pins the process we check, and tells us when it exits.
     Fd pidfd;
     if (start_boottime) {

@@ -1,5 +1,6 @@
 #pragma once
-// Owns: the allocator probe links of each tracked process (per-process mode), the spawns ring,
+// Owns: the allocator probe links of each tracked process (shared ones only with
+// --system-wide-probes or before Linux 6.13), the spawns ring,
 // the SPAWN pauses (a new process runs once its probes are decided and attached) and the MODULE
 // pauses (new code, at exec and at the loader's hook, runs once the objects it maps are probed).
 // Accepts: attach(pid, done) for a root process, spawn and new-code notices (ring), exits

@@ -513,10 +513,47 @@ static __always_inline void forget_mappings(void)
 	bpf_map_delete_elem(&maps_known, &tgid);
 }
 
-/* A mapping wrapper's entry: remembered unless an allocator call of this thread issued it. */
-static __always_inline void mapping_entry(struct thread_state *st, struct pt_regs *ctx, __u32 func, __u64 sp)
+/*
+ * The probed function's first arguments, from the registers the cookie says hold them there.
+ * Read through a copy of the registers on the stack: an index into the context itself is a
+ * variable context offset, which the verifier refuses.
+ */
+_Static_assert(MT_REG_COUNT == 15, "a register index is 4 bits, and 15 (no register) reads 0");
+struct probe_args {
+	__u64 v[MT_COOKIE_ARGS];
+};
+
+static __always_inline struct probe_args probe_args(struct pt_regs *ctx, __u64 cookie)
 {
-	__u64 a0 = PT_REGS_PARM1(ctx), a1 = PT_REGS_PARM2(ctx);
+	__u64 regs[MT_REG_COUNT + 1] = {
+		[MT_REG_RDI] = ctx->di, [MT_REG_RSI] = ctx->si, [MT_REG_RDX] = ctx->dx, [MT_REG_RCX] = ctx->cx,
+		[MT_REG_R8] = ctx->r8,  [MT_REG_R9] = ctx->r9,  [MT_REG_RAX] = ctx->ax, [MT_REG_RBX] = ctx->bx,
+		[MT_REG_RBP] = ctx->bp, [MT_REG_R10] = ctx->r10, [MT_REG_R11] = ctx->r11, [MT_REG_R12] = ctx->r12,
+		[MT_REG_R13] = ctx->r13, [MT_REG_R14] = ctx->r14, [MT_REG_R15] = ctx->r15,
+	};
+	struct probe_args a;
+	for (int k = 0; k < MT_COOKIE_ARGS; k++)
+		a.v[k] = regs[MT_COOKIE_ARG_REG(cookie, k) & MT_REG_COUNT];
+	return a;
+}
+
+/*
+ * The return address at sp is the uretprobe trampoline: a probed call whose frame this is has
+ * not returned yet (the kernel replaced its return address when it was entered).
+ */
+static __always_inline bool return_pending_at(__u64 sp)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 trampoline = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr), ra = 0;
+	return trampoline && bpf_probe_read_user(&ra, sizeof(ra), (void *)sp) == 0 && ra == trampoline;
+}
+
+/* A mapping wrapper's entry: remembered unless an allocator call of this thread issued it. */
+static __always_inline void mapping_entry(struct thread_state *st, struct pt_regs *ctx, __u64 cookie, __u32 func,
+					  __u64 sp)
+{
+	struct probe_args args = probe_args(ctx, cookie);
+	__u64 a0 = args.v[0], a1 = args.v[1];
 	/* Only munmap and mremap name a range that may hold a block freed just before. */
 	bool ranged = func == MT_FUNC_MUNMAP || func == MT_FUNC_MREMAP;
 	bool internal = func == MT_FUNC_BRK ? mt_brk_internal(&st->frames, sp)
@@ -529,7 +566,7 @@ static __always_inline void mapping_entry(struct thread_state *st, struct pt_reg
 	st->map_sp = sp;
 	st->map_arg0 = a0;
 	st->map_arg1 = a1;
-	st->map_arg2 = PT_REGS_PARM3(ctx);
+	st->map_arg2 = args.v[2];
 }
 
 static __always_inline void mapping_return(struct pt_regs *ctx, __u32 func)
@@ -581,8 +618,6 @@ static __always_inline void mapping_return(struct pt_regs *ctx, __u32 func)
  */
 static __always_inline void hold_for_new_code(__u32 source)
 {
-	if (!per_process_links)
-		return;
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 tgid = current_tgid();
 	if (!tgid || !hold_current(tgid, MT_HOLD_MODULE, false))
@@ -640,12 +675,12 @@ int alloc_entry(struct pt_regs *ctx)
 		return 0;
 	}
 	if (is_mapping(func)) {
-		mapping_entry(st, ctx, func, sp);
+		mapping_entry(st, ctx, cookie, func, sp);
 		return 0;
 	}
 
 	if (func == MT_FUNC_FREE || func == MT_FUNC_DELETE) {
-		__u64 addr = PT_REGS_PARM1(ctx);
+		__u64 addr = probe_args(ctx, cookie).v[0];
 		if (mt_free_entry(&st->frames, func == MT_FUNC_DELETE, sp, addr)) {
 			if (recording)
 				emit(MT_KIND_FREE, addr, 0, 0, 0);
@@ -655,17 +690,20 @@ int alloc_entry(struct pt_regs *ctx)
 		return 0;
 	}
 
-	enum mt_entry e = mt_alloc_entry(&st->frames, sp);
-	if (e == MT_ENTRY_NESTED) {
+	/* Only a call at the stack pointer of the one in flight may be its tail call. */
+	bool pending = st->frames.alloc_sp == sp && return_pending_at(sp);
+	enum mt_entry e = mt_alloc_entry(&st->frames, sp, pending);
+	if (e == MT_ENTRY_NESTED || e == MT_ENTRY_TAIL) {
 		count(MT_COUNTER_NESTED);
 		return 0;
 	}
 	if (e == MT_ENTRY_STALE)
 		count(MT_COUNTER_STALE_FRAME);
 	st->func = func;
-	st->arg0 = PT_REGS_PARM1(ctx);
-	st->arg1 = PT_REGS_PARM2(ctx);
-	st->arg2 = PT_REGS_PARM3(ctx);
+	struct probe_args args = probe_args(ctx, cookie);
+	st->arg0 = args.v[0];
+	st->arg1 = args.v[1];
+	st->arg2 = args.v[2];
 	return 0;
 }
 
@@ -710,6 +748,9 @@ int alloc_return(struct pt_regs *ctx)
 		break;
 	case MT_FUNC_ZALLOC:
 		kind = MT_KIND_CALLOC;
+		break;
+	case MT_FUNC_MALLOCN:
+		size = st->arg0 * st->arg1;
 		break;
 	case MT_FUNC_CALLOC:
 		kind = MT_KIND_CALLOC;

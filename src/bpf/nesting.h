@@ -5,9 +5,10 @@
  *
  * Nesting is decided by stack pointers, not depth counters. An inner call runs on a deeper
  * stack than the outer one; a tail call (operator new[] -> new, reallocarray -> realloc,
- * operator delete -> free) runs on the same one; and an outer call whose return was never seen
- * (an exception, a longjmp) leaves a frame whose stack pointer is not above the next call's, so
- * it is replaced instead of silencing the thread for ever.
+ * operator delete -> free) runs on the same one, while the outer call's return is still pending;
+ * and an outer call whose return was never seen (an exception, a longjmp) leaves a frame whose
+ * stack pointer is not above the next call's, so it is replaced instead of silencing the thread
+ * for ever.
  */
 #ifndef MEMTRACK_NESTING_H
 #define MEMTRACK_NESTING_H
@@ -29,18 +30,26 @@ enum mt_entry {
 	MT_ENTRY_NESTED = 0, /* inside another allocator call: not recorded */
 	MT_ENTRY_OUTER = 1,  /* the outermost call: its return is recorded */
 	MT_ENTRY_STALE = 2,  /* outermost; an older frame that never returned was replaced */
+	MT_ENTRY_TAIL = 3,   /* a tail call of the call in flight: that call's function stands */
 };
 
-/* An allocation function is entered; sp is the stack pointer at its entry. */
-static inline enum mt_entry mt_alloc_entry(struct mt_frames *f, __u64 sp)
+/*
+ * An allocation function is entered; sp is the stack pointer at its entry. outer_in_flight: the
+ * return address at sp is the uretprobe trampoline, so the probed call that pushed it has not
+ * returned (a tail call runs on its frame). At an equal stack pointer that tells a tail call
+ * (mimalloc's mi_malloc_aligned jumping to mi_heap_malloc_small: still the aligned allocation
+ * its caller asked for) from a new call after one whose return never came (operator new threw
+ * bad_alloc), whose own function and arguments must replace the dead one's.
+ */
+static inline enum mt_entry mt_alloc_entry(struct mt_frames *f, __u64 sp, bool outer_in_flight)
 {
 	enum mt_entry res = MT_ENTRY_OUTER;
 	if (f->alloc_sp) {
 		if (sp < f->alloc_sp)
 			return MT_ENTRY_NESTED;
-		if (sp > f->alloc_sp)
-			res = MT_ENTRY_STALE;
-		/* equal: a tail call takes over the frame (same caller, same return) */
+		if (sp == f->alloc_sp && outer_in_flight)
+			return MT_ENTRY_TAIL;
+		res = MT_ENTRY_STALE;
 	}
 	f->alloc_sp = sp;
 	/* A new allocation may return an address freed before: the old markers say nothing now. */

@@ -83,6 +83,7 @@ enum mt_func {
 	MT_FUNC_MALLOC_ALIGNED, /* (size, alignment, ...): mi_malloc_aligned, mi_zalloc_aligned */
 	MT_FUNC_CALLOC_ALIGNED, /* (count, size, alignment): mi_calloc_aligned */
 	MT_FUNC_ZALLOC,         /* (size), zeroed: mi_zalloc; recorded as a Calloc */
+	MT_FUNC_MALLOCN,        /* (count, size), not zeroed: mi_mallocn; recorded as a Malloc */
 	/*
 	 * Allocator housekeeping that is no call of the program's (glibc's per-thread cache teardown
 	 * at thread exit): entered like an allocation, so what it calls is nested, and records nothing.
@@ -106,6 +107,21 @@ enum mt_func {
 #define MT_COOKIE(func, pushed) ((__u64)(func) | ((__u64)(pushed) << 8))
 /* Set on the probes of a link filtered to one process: the kernel ran the program for it only. */
 #define MT_COOKIE_OWN_LINK (1ULL << 16)
+/*
+ * Bits 17-28: where the function's first three arguments are at the probed instruction, 4 bits
+ * each (enum mt_arg_reg). At the entry they are the ABI's registers, shifted by one for
+ * mimalloc's mi_heap_* (the heap comes first); a probe placed past a register copy finds an
+ * argument in the copy (mimalloc's malloc moves its size from rdi to rsi).
+ */
+enum mt_arg_reg {
+	MT_REG_RDI, MT_REG_RSI, MT_REG_RDX, MT_REG_RCX, MT_REG_R8, MT_REG_R9, MT_REG_RAX, MT_REG_RBX,
+	MT_REG_RBP, MT_REG_R10, MT_REG_R11, MT_REG_R12, MT_REG_R13, MT_REG_R14, MT_REG_R15,
+	MT_REG_COUNT,
+};
+#define MT_COOKIE_ARGS 3
+#define MT_COOKIE_ARG_SHIFT(a) (17 + 4 * (a))
+#define MT_COOKIE_WITH_ARG(a, reg) (((__u64)(reg)&0xf) << MT_COOKIE_ARG_SHIFT(a))
+#define MT_COOKIE_ARG_REG(c, a) ((__u32)(((c) >> MT_COOKIE_ARG_SHIFT(a)) & 0xf))
 
 /* Values of the `tracked` map: how a tracked process's allocator probes reach it. */
 #define MT_TRACKED_SHARED 1 /* through the shared (unfiltered) links */

@@ -155,10 +155,8 @@ public:
         }
         drains_.emplace(io_, std::move(lanes), stats_);
         if (stacks_file && bpf_.unwind_rows_capacity()) unwind_ = value_or_throw(UnwindTables::open(bpf_));
-        if (bpf_.per_process_links()) {
-            links_.emplace(io_, bpf_, holds_, stats_, unwind_.get());
-            if (auto r = links_->attach_now(child.pid()); !r) throw FatalError("BPF attach failed: " + r.error().message());
-        }
+        links_.emplace(io_, bpf_, holds_, stats_, unwind_.get());
+        if (auto r = links_->attach_now(child.pid()); !r) throw FatalError("BPF attach failed: " + r.error().message());
         writer_.add_root_process(child.pid(), monotonic_ns());
         if (control_) control_->set_handlers(control_handlers());
     }
@@ -167,7 +165,7 @@ public:
     int run() {
         for_each_lane([](Lane& l) { l.consumer.start(); });
         pressure_.start();
-        if (links_) links_->start();
+        links_->start();
         if (control_) control_->start();
         exit_watch_.async_wait(asio::posix::stream_descriptor::wait_read, [this](boost::system::error_code ec) {
             if (!ec) shutdown(Reason::CommandExited, 0, nullptr);
@@ -273,7 +271,6 @@ private:
                 return reply(Error{"attach", std::to_string(pid), 0, e.what()});
             }
             writer_.add_root_process(pid, monotonic_ns());
-            if (!links_) return reply(boost::json::object{{"pid", pid}});
             links_->attach(pid, [pid, reply = std::move(reply)](Result<void> r) {
                 if (!r) reply(r.error());
                 else reply(boost::json::object{{"pid", pid}});
@@ -366,7 +363,7 @@ private:
     }
 
     void start_detach() {
-        if (links_) links_->detach_all();
+        links_->detach_all();
         detacher_ = std::thread([this] {
             const uint64_t t0 = monotonic_ns();
             bpf_.detach();
@@ -387,7 +384,7 @@ private:
     void stop_all() {
         for_each_lane([](Lane& l) { l.consumer.stop(); });
         pressure_.stop();
-        if (links_) links_->stop();
+        links_->stop();
         asio::post(io_, [this] {
             boost::system::error_code ec;
             exit_watch_.cancel(ec);
@@ -476,7 +473,7 @@ private:
     PressureControl pressure_;
     std::optional<DrainBarrier> drains_;
     std::unique_ptr<UnwindTables> unwind_;  // with stacks walked by CFI
-    std::optional<ProcessLinks> links_;  // per-process probes only
+    std::optional<ProcessLinks> links_;
     asio::posix::stream_descriptor exit_watch_;
     const StopGuard& guard_;
     asio::posix::stream_descriptor guard_watch_;  // memtrack-guard's pidfd: readable once it died

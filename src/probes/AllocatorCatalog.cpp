@@ -8,9 +8,9 @@ namespace {
 
 std::vector<AllocatorFunction> build_table() {
     std::vector<AllocatorFunction> t;
-    auto add = [&](std::string name, uint32_t func) {
+    auto add = [&](std::string name, uint32_t func, unsigned first_arg = 0) {
         const bool ret = func != MT_FUNC_FREE && func != MT_FUNC_DELETE && func != MT_FUNC_LOADER;
-        t.push_back({std::move(name), func, ret});
+        t.push_back({std::move(name), func, ret, first_arg});
     };
     // The C names first: glibc's, and every allocator's override of them.
     const std::pair<const char*, uint32_t> c_names[] = {
@@ -19,6 +19,7 @@ std::vector<AllocatorFunction> build_table() {
         {"calloc", MT_FUNC_CALLOC},
         {"realloc", MT_FUNC_REALLOC},
         {"reallocarray", MT_FUNC_REALLOCARRAY},
+        {"reallocf", MT_FUNC_REALLOC},  // BSD's: frees the block when it fails (mimalloc has it)
         {"aligned_alloc", MT_FUNC_ALIGNED_ALLOC},
         {"memalign", MT_FUNC_ALIGNED_ALLOC},
         {"posix_memalign", MT_FUNC_POSIX_MEMALIGN},
@@ -38,23 +39,40 @@ std::vector<AllocatorFunction> build_table() {
         for (auto [name, func] : c_names) add(std::string(prefix) + name, func);
         for (auto [name, func] : je_names) add(std::string(prefix) + name, func);
     }
-    // mimalloc's own API (heap-taking mi_heap_* variants are not probed).
+    // mimalloc's own API. Each allocating name also exists as mi_heap_<name> with the heap as
+    // its first argument (mi_heap_malloc(heap, size)): the same function, one register on.
+    const std::pair<const char*, uint32_t> mi_allocs[] = {
+        {"malloc", MT_FUNC_MALLOC},
+        {"malloc_small", MT_FUNC_MALLOC},
+        {"calloc", MT_FUNC_CALLOC},
+        {"mallocn", MT_FUNC_MALLOCN},
+        {"zalloc", MT_FUNC_ZALLOC},
+        {"zalloc_small", MT_FUNC_ZALLOC},
+        {"realloc", MT_FUNC_REALLOC},
+        {"reallocf", MT_FUNC_REALLOC},
+        {"rezalloc", MT_FUNC_REALLOC},
+        {"reallocn", MT_FUNC_REALLOCARRAY},
+        {"recalloc", MT_FUNC_REALLOCARRAY},
+        {"malloc_aligned", MT_FUNC_MALLOC_ALIGNED},
+        {"malloc_aligned_at", MT_FUNC_MALLOC_ALIGNED},
+        {"zalloc_aligned", MT_FUNC_MALLOC_ALIGNED},
+        {"zalloc_aligned_at", MT_FUNC_MALLOC_ALIGNED},
+        {"calloc_aligned", MT_FUNC_CALLOC_ALIGNED},
+        {"calloc_aligned_at", MT_FUNC_CALLOC_ALIGNED},
+        {"realloc_aligned", MT_FUNC_REALLOC},
+        {"realloc_aligned_at", MT_FUNC_REALLOC},
+        {"rezalloc_aligned", MT_FUNC_REALLOC},
+        {"rezalloc_aligned_at", MT_FUNC_REALLOC},
+        {"recalloc_aligned", MT_FUNC_REALLOCARRAY},
+        {"recalloc_aligned_at", MT_FUNC_REALLOCARRAY},
+    };
+    for (auto [name, func] : mi_allocs) add(std::string("mi_") + name, func);
+    for (auto [name, func] : mi_allocs) add(std::string("mi_heap_") + name, func, 1);
+    add("mi_heap_alloc_new", MT_FUNC_NEW, 1);
+    add("mi_heap_alloc_new_n", MT_FUNC_MALLOCN, 1);
     const std::pair<const char*, uint32_t> mi_names[] = {
-        {"mi_malloc", MT_FUNC_MALLOC},
-        {"mi_malloc_small", MT_FUNC_MALLOC},
-        {"mi_calloc", MT_FUNC_CALLOC},
-        {"mi_zalloc", MT_FUNC_ZALLOC},
-        {"mi_zalloc_small", MT_FUNC_ZALLOC},
-        {"mi_realloc", MT_FUNC_REALLOC},
-        {"mi_rezalloc", MT_FUNC_REALLOC},
-        {"mi_reallocn", MT_FUNC_REALLOCARRAY},
-        {"mi_recalloc", MT_FUNC_REALLOCARRAY},
         {"mi_reallocarray", MT_FUNC_REALLOCARRAY},
-        {"mi_malloc_aligned", MT_FUNC_MALLOC_ALIGNED},
-        {"mi_zalloc_aligned", MT_FUNC_MALLOC_ALIGNED},
-        {"mi_calloc_aligned", MT_FUNC_CALLOC_ALIGNED},
-        {"mi_realloc_aligned", MT_FUNC_REALLOC},
-        {"mi_rezalloc_aligned", MT_FUNC_REALLOC},
+        {"mi_expand", MT_FUNC_REALLOC},  // in place: the same address with the new size, or NULL
         {"mi_posix_memalign", MT_FUNC_POSIX_MEMALIGN},
         {"mi_memalign", MT_FUNC_ALIGNED_ALLOC},
         {"mi_aligned_alloc", MT_FUNC_ALIGNED_ALLOC},
@@ -62,8 +80,11 @@ std::vector<AllocatorFunction> build_table() {
         {"mi_pvalloc", MT_FUNC_VALLOC},
         {"mi_new", MT_FUNC_NEW},
         {"mi_new_nothrow", MT_FUNC_NEW},
+        {"mi_new_n", MT_FUNC_MALLOCN},
         {"mi_new_aligned", MT_FUNC_NEW_ALIGNED},
         {"mi_new_aligned_nothrow", MT_FUNC_NEW_ALIGNED},
+        {"mi_new_realloc", MT_FUNC_REALLOC},
+        {"mi_new_reallocn", MT_FUNC_REALLOCARRAY},
         {"mi_free", MT_FUNC_FREE},
         {"mi_cfree", MT_FUNC_FREE},
         {"mi_free_size", MT_FUNC_FREE},
@@ -180,6 +201,7 @@ unsigned argument_registers(uint32_t func) {
     case MT_FUNC_NEW_ALIGNED:
     case MT_FUNC_MALLOC_ALIGNED:
     case MT_FUNC_MALLOCX:
+    case MT_FUNC_MALLOCN:
     case MT_FUNC_MUNMAP:
         return 2;
     case MT_FUNC_REALLOCARRAY:

@@ -16,6 +16,9 @@ struct AllocatorFunction {
     std::string symbol;
     uint32_t func;    // mt_func
     bool has_return;  // needs a return probe (allocations: the address comes back)
+    // The argument register of the function's first mt_func argument: 1 for mimalloc's
+    // mi_heap_* (the heap comes first), 0 otherwise.
+    unsigned first_arg = 0;
 };
 
 // In preference order: where several names share one address (mimalloc's malloc = mi_malloc =

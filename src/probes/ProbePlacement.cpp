@@ -2,10 +2,16 @@
 
 #include <capstone/capstone.h>
 
+#include "bpf/record.h"
+
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <bit>
 #include <memory>
 #include <set>
+#include <string_view>
+#include <utility>
 
 namespace memtrack {
 namespace {
@@ -61,27 +67,73 @@ bool is_branch(const cs_insn& i) {
     return false;
 }
 
-// The 64-bit register a register id belongs to (edi -> rdi, dil -> rdi, ...).
-x86_reg full_register(csh h, x86_reg r) {
-    const std::string name = cs_reg_name(h, r) ? cs_reg_name(h, r) : "";
-    static const std::pair<const char*, x86_reg> families[] = {
-        {"di", X86_REG_RDI}, {"si", X86_REG_RSI}, {"dx", X86_REG_RDX}, {"dl", X86_REG_RDX},
-        {"cx", X86_REG_RCX}, {"cl", X86_REG_RCX}, {"sp", X86_REG_RSP}, {"r8", X86_REG_R8},
+static_assert(kProbeArgs == MT_COOKIE_ARGS);
+constexpr int kStackPointer = MT_REG_COUNT;
+
+// The mt_arg_reg of a general-purpose register of any width (edi, dil -> MT_REG_RDI),
+// kStackPointer for the stack pointer, -1 for anything else (flags, vector registers).
+int gpr_index(csh h, unsigned reg) {
+    const char* name = cs_reg_name(h, reg);
+    if (!name) return -1;
+    const std::string_view n(name);
+    if (n.size() >= 2 && n[0] == 'r' && n[1] >= '0' && n[1] <= '9') {
+        int number = 0;
+        for (size_t k = 1; k < n.size() && n[k] >= '0' && n[k] <= '9'; ++k) number = number * 10 + (n[k] - '0');
+        static const int extended[] = {MT_REG_R8, MT_REG_R9, MT_REG_R10, MT_REG_R11,
+                                       MT_REG_R12, MT_REG_R13, MT_REG_R14, MT_REG_R15};
+        return number >= 8 && number <= 15 ? extended[number - 8] : -1;
+    }
+    static const std::pair<std::string_view, int> legacy[] = {
+        {"rdi", MT_REG_RDI}, {"edi", MT_REG_RDI}, {"di", MT_REG_RDI},  {"dil", MT_REG_RDI},
+        {"rsi", MT_REG_RSI}, {"esi", MT_REG_RSI}, {"si", MT_REG_RSI},  {"sil", MT_REG_RSI},
+        {"rdx", MT_REG_RDX}, {"edx", MT_REG_RDX}, {"dx", MT_REG_RDX},  {"dl", MT_REG_RDX},  {"dh", MT_REG_RDX},
+        {"rcx", MT_REG_RCX}, {"ecx", MT_REG_RCX}, {"cx", MT_REG_RCX},  {"cl", MT_REG_RCX},  {"ch", MT_REG_RCX},
+        {"rax", MT_REG_RAX}, {"eax", MT_REG_RAX}, {"ax", MT_REG_RAX},  {"al", MT_REG_RAX},  {"ah", MT_REG_RAX},
+        {"rbx", MT_REG_RBX}, {"ebx", MT_REG_RBX}, {"bx", MT_REG_RBX},  {"bl", MT_REG_RBX},  {"bh", MT_REG_RBX},
+        {"rbp", MT_REG_RBP}, {"ebp", MT_REG_RBP}, {"bp", MT_REG_RBP},  {"bpl", MT_REG_RBP},
+        {"rsp", kStackPointer}, {"esp", kStackPointer}, {"sp", kStackPointer}, {"spl", kStackPointer},
     };
-    for (auto& [suffix, full] : families)
-        if (name.find(suffix) != std::string::npos) return full;
-    return r;
+    for (const auto& [text, index] : legacy)
+        if (n == text) return index;
+    return -1;
 }
+
+// A 64-bit register-to-register mov: (source, destination) mt_arg_reg, or (-1, -1).
+std::pair<int, int> register_copy(csh h, const cs_insn& i) {
+    const cs_x86& x = i.detail->x86;
+    if (i.id != X86_INS_MOV || x.op_count != 2 || x.operands[0].type != X86_OP_REG ||
+        x.operands[1].type != X86_OP_REG || x.operands[0].size != 8 || x.operands[1].size != 8)
+        return {-1, -1};
+    return {gpr_index(h, x.operands[1].reg), gpr_index(h, x.operands[0].reg)};
+}
+
+// By mt_arg_reg, for -v.
+constexpr const char* kRegisterNames[] = {"rdi", "rsi", "rdx", "rcx", "r8",  "r9",  "rax", "rbx",
+                                          "rbp", "r10", "r11", "r12", "r13", "r14", "r15"};
+static_assert(std::size(kRegisterNames) == MT_REG_COUNT);
+
+// Argument registers of the ABI, in order (rdi, rsi, rdx, rcx, r8, r9).
+constexpr int kAbiArgs[] = {MT_REG_RDI, MT_REG_RSI, MT_REG_RDX, MT_REG_RCX, MT_REG_R8, MT_REG_R9};
 
 }  // namespace
 
-Placement place_probe(const std::vector<uint8_t>& code, uint64_t entry_vaddr, unsigned arg_regs) {
+Placement entry_placement(unsigned first_arg, std::string reason) {
+    Placement p{0, std::move(reason), {}};
+    for (unsigned a = 0; a < kProbeArgs; ++a)
+        p.args[a] = uint8_t(kAbiArgs[std::min<size_t>(first_arg + a, std::size(kAbiArgs) - 1)]);
+    return p;
+}
+
+Placement place_probe(const std::vector<uint8_t>& code, uint64_t entry_vaddr, unsigned arg_count, unsigned first_arg) {
+    auto at_entry = [&](std::string reason) { return entry_placement(first_arg, std::move(reason)); };
+    arg_count = std::min(arg_count, kProbeArgs);
+    if (first_arg + arg_count > std::size(kAbiArgs)) return at_entry("entry: arguments beyond the registers");
     Handle cs;
-    if (!cs.ok || code.empty()) return {0, "entry: cannot decode"};
+    if (!cs.ok || code.empty()) return at_entry("entry: cannot decode");
     Insns d;
     d.count = cs_disasm(cs.h, code.data(), code.size(), entry_vaddr, 0, &d.insn);
-    if (d.count == 0) return {0, "entry: cannot decode"};
-    if (emulated(cs.h, d.insn[0])) return {0, fmt::format("entry: {} is emulated", d.insn[0].mnemonic)};
+    if (d.count == 0) return at_entry("entry: cannot decode");
+    if (emulated(cs.h, d.insn[0])) return at_entry(fmt::format("entry: {} is emulated", d.insn[0].mnemonic));
 
     // Every direct branch target in the body; an indirect jump may land anywhere.
     std::set<uint64_t> targets;
@@ -93,32 +145,45 @@ Placement place_probe(const std::vector<uint8_t>& code, uint64_t entry_vaddr, un
         if (x.op_count == 1 && x.operands[0].type == X86_OP_IMM) targets.insert(uint64_t(x.operands[0].imm));
         else indirect = true;
     }
-    if (indirect) return {0, "entry: the body has an indirect jump"};
+    if (indirect) return at_entry("entry: the body has an indirect jump");
 
-    const x86_reg args[] = {X86_REG_RDI, X86_REG_RSI, X86_REG_RDX, X86_REG_RCX, X86_REG_R8};
+    // The registers holding each argument's value (a bit per mt_arg_reg).
+    std::array<uint32_t, kProbeArgs> holders{};
+    for (unsigned a = 0; a < arg_count; ++a) holders[a] = 1u << kAbiArgs[first_arg + a];
     std::string skipped;
     for (size_t k = 0; k < d.count && k <= kMaxSkipped; ++k) {
         const cs_insn& i = d.insn[k];
         if (k > 0 && emulated(cs.h, i)) {
-            if (targets.count(i.address)) return {0, fmt::format("entry: {:#x} is a branch target", i.address - entry_vaddr)};
-            return {i.address - entry_vaddr,
-                    fmt::format("skips {}; {} is emulated and reached once", skipped, i.mnemonic)};
+            if (targets.count(i.address)) return at_entry(fmt::format("entry: {:#x} is a branch target", i.address - entry_vaddr));
+            Placement p = at_entry(fmt::format("skips {}; {} is emulated and reached once", skipped, i.mnemonic));
+            p.offset = i.address - entry_vaddr;
+            for (unsigned a = 0; a < arg_count; ++a) {
+                p.args[a] = uint8_t(std::countr_zero(holders[a]));
+                if (p.args[a] != kAbiArgs[first_arg + a])
+                    p.reason += fmt::format("; argument {} read from its copy in {}", a, kRegisterNames[p.args[a]]);
+            }
+            return p;
         }
-        if (is_branch(i)) return {0, fmt::format("entry: {} before any emulated instruction", i.mnemonic)};
+        if (is_branch(i)) return at_entry(fmt::format("entry: {} before any emulated instruction", i.mnemonic));
         cs_regs read, write;
         uint8_t nread = 0, nwrite = 0;
         if (cs_regs_access(cs.h, &i, read, &nread, write, &nwrite) != CS_ERR_OK)
-            return {0, "entry: cannot tell what an instruction writes"};
-        for (uint8_t w = 0; w < nwrite; ++w) {
-            const x86_reg r = full_register(cs.h, x86_reg(write[w]));
-            if (r == X86_REG_RSP) return {0, fmt::format("entry: {} moves the stack pointer", i.mnemonic)};
-            for (unsigned a = 0; a < arg_regs && a < std::size(args); ++a)
-                if (r == args[a]) return {0, fmt::format("entry: {} writes an argument register", i.mnemonic)};
+            return at_entry("entry: cannot tell what an instruction writes");
+        for (uint8_t w = 0; w < nwrite; ++w)
+            if (gpr_index(cs.h, write[w]) == kStackPointer)
+                return at_entry(fmt::format("entry: {} moves the stack pointer", i.mnemonic));
+        const auto [copy_from, copy_to] = register_copy(cs.h, i);
+        for (unsigned a = 0; a < arg_count; ++a) {
+            const bool copied = copy_from >= 0 && copy_to >= 0 && (holders[a] >> copy_from & 1u);
+            for (uint8_t w = 0; w < nwrite; ++w)
+                if (const int r = gpr_index(cs.h, write[w]); r >= 0) holders[a] &= ~(1u << r);
+            if (copied) holders[a] |= 1u << copy_to;
+            if (!holders[a]) return at_entry(fmt::format("entry: {} writes an argument register", i.mnemonic));
         }
         if (!skipped.empty()) skipped += ", ";
         skipped += fmt::format("{} {}", i.mnemonic, i.op_str);
     }
-    return {0, "entry: no emulated instruction in the prologue"};
+    return at_entry("entry: no emulated instruction in the prologue");
 }
 
 }  // namespace memtrack

@@ -2,22 +2,34 @@
 // Where to put a function's probe so the kernel emulates the trapped instruction instead of
 // single-stepping it (0.5-0.7 us against 9-10 us per call here), without changing what is
 // recorded. Decodes the function with Capstone and moves the probe past a straight-line prefix
-// of instructions that neither branch, nor touch the stack pointer, nor write a register the
-// BPF handler reads, onto the first instruction the kernel emulates, provided no branch in the
-// function lands there (so every call executes it exactly once). Otherwise: the entry.
+// of instructions that neither branch, nor touch the stack pointer, nor destroy the last copy of
+// an argument the BPF handler reads, onto the first instruction the kernel emulates, provided no
+// branch in the function lands there (so every call executes it exactly once). Otherwise: the
+// entry. A 64-bit register copy of an argument keeps it: the handler reads it where it is at the
+// probe (mimalloc's malloc copies its size from rdi to rsi, then loads its heap into rdi).
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace memtrack {
 
+inline constexpr unsigned kProbeArgs = 3;  // arguments a handler reads at most (MT_COOKIE_ARGS)
+
 struct Placement {
     uint64_t offset = 0;  // bytes past the function's entry
     std::string reason;   // the decoded evidence, for -v
+    // The register (enum mt_arg_reg) holding each argument the handler reads, at the probe.
+    std::array<uint8_t, kProbeArgs> args{};
 };
 
+// The entry: arguments in the ABI's registers, the first of them `first_arg` (0: rdi).
+Placement entry_placement(unsigned first_arg, std::string reason);
+
 // code: the function's bytes from its entry (its whole body when its size is known).
-// arg_regs: how many argument registers (rdi, rsi, rdx, ...) the handler reads.
-Placement place_probe(const std::vector<uint8_t>& code, uint64_t entry_vaddr, unsigned arg_regs);
+// arg_count: how many arguments the handler reads, from ABI register `first_arg` on (1 for
+// mimalloc's mi_heap_*, whose first argument is the heap).
+Placement place_probe(const std::vector<uint8_t>& code, uint64_t entry_vaddr, unsigned arg_count,
+                      unsigned first_arg = 0);
 
 }  // namespace memtrack

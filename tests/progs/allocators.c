@@ -68,6 +68,21 @@ static void own_api(void)
 	void *a = keep(mi_malloc_aligned(fx_size(FX_MI_REALIGNED_FROM), 64));
 	mi_free(keep(mi_realloc_aligned(a, fx_size(FX_MI_REALIGNED_TO), 64)));
 	mi_free_size(keep(mi_malloc(fx_size(FX_MI_FREE_SIZE))), FX_MI_FREE_SIZE);
+	mi_free(keep(mi_mallocn(fx_size(FX_MI_MALLOCN_N), fx_size(FX_MI_MALLOCN_S))));
+	void *s = keep(mi_malloc_aligned(fx_size(FX_MI_SMALL_ALIGNED), 64));
+	FX_REQUIRE(((unsigned long)s & 63) == 0);
+	mi_free(s);
+
+	mi_heap_t *heap = mi_heap_new();
+	FX_REQUIRE(heap != NULL);
+	mi_free(keep(mi_heap_malloc(heap, fx_size(FX_MI_HEAP_MALLOC))));
+	mi_free(keep(mi_heap_calloc(heap, fx_size(FX_MI_HEAP_CALLOC_N), fx_size(FX_MI_HEAP_CALLOC_S))));
+	mi_free(keep(mi_heap_zalloc(heap, fx_size(FX_MI_HEAP_ZALLOC))));
+	void *h = keep(mi_heap_malloc(heap, fx_size(FX_MI_HEAP_REALLOC_FROM)));
+	mi_free(keep(mi_heap_realloc(heap, h, fx_size(FX_MI_HEAP_REALLOC_TO))));
+	mi_free(keep(mi_heap_malloc_aligned(heap, fx_size(FX_MI_HEAP_ALIGNED), 128)));
+	mi_free(keep(mi_heap_mallocn(heap, fx_size(FX_MI_HEAP_MALLOCN_N), fx_size(FX_MI_HEAP_MALLOCN_S))));
+	mi_heap_delete(heap);
 }
 #elif defined(FX_DLOPEN)
 static void *(*dl_malloc)(size_t);

@@ -123,6 +123,23 @@
 #define FX_MI_REALIGNED_FROM 11903u /* mi_malloc_aligned, then mi_realloc_aligned to ..._TO */
 #define FX_MI_REALIGNED_TO 11968u
 #define FX_MI_FREE_SIZE 11927u /* mi_malloc, then mi_free_size */
+#define FX_MI_MALLOCN_N 7u
+#define FX_MI_MALLOCN_S 1693u /* mi_mallocn(7, 1693) = 11851 */
+#define FX_MI_MALLOCN (FX_MI_MALLOCN_N * FX_MI_MALLOCN_S)
+/* mi_malloc_aligned(512, 64) takes mimalloc's small path: a tail call to mi_heap_malloc_small. */
+#define FX_MI_SMALL_ALIGNED 512u
+/* mimalloc's mi_heap_* API, on a heap of the fixture's own (the heap is the first argument). */
+#define FX_MI_HEAP_MALLOC 11731u
+#define FX_MI_HEAP_CALLOC_N 3u
+#define FX_MI_HEAP_CALLOC_S 3911u /* 11733 */
+#define FX_MI_HEAP_CALLOC (FX_MI_HEAP_CALLOC_N * FX_MI_HEAP_CALLOC_S)
+#define FX_MI_HEAP_ZALLOC 11737u
+#define FX_MI_HEAP_REALLOC_FROM 11741u /* mi_heap_malloc, then mi_heap_realloc to ..._TO */
+#define FX_MI_HEAP_REALLOC_TO 11843u
+#define FX_MI_HEAP_ALIGNED 11648u /* mi_heap_malloc_aligned(heap, ., 128) */
+#define FX_MI_HEAP_MALLOCN_N 9u
+#define FX_MI_HEAP_MALLOCN_S 1303u /* 11727 */
+#define FX_MI_HEAP_MALLOCN (FX_MI_HEAP_MALLOCN_N * FX_MI_HEAP_MALLOCN_S)
 /* allocators built for dlopen: mimalloc loaded at run time, called through dlsym. */
 #define FX_DL_MALLOC 12001u
 #define FX_DL_CALLOC_N 3u

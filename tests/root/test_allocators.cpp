@@ -64,6 +64,11 @@ const Expected kMimallocApi = {
     {FX_MI_ZALIGNED, times("AlignedAlloc")},  {FX_MI_CALIGNED, times("AlignedAlloc")},
     {FX_MI_REALIGNED_FROM, times("AlignedAlloc")}, {FX_MI_REALIGNED_TO, times("Realloc")},
     {FX_MI_FREE_SIZE, times("Malloc")},
+    {FX_MI_MALLOCN, times("Malloc")},         {FX_MI_SMALL_ALIGNED, times("AlignedAlloc")},
+    {FX_MI_HEAP_MALLOC, times("Malloc")},     {FX_MI_HEAP_CALLOC, times("Calloc")},
+    {FX_MI_HEAP_ZALLOC, times("Calloc")},     {FX_MI_HEAP_REALLOC_FROM, times("Malloc")},
+    {FX_MI_HEAP_REALLOC_TO, times("Realloc")}, {FX_MI_HEAP_ALIGNED, times("AlignedAlloc")},
+    {FX_MI_HEAP_MALLOCN, times("Malloc")},
 };
 
 Expected merged(Expected a, const Expected& b) {
@@ -78,9 +83,11 @@ std::set<uint64_t> sizes_of(const Expected& e) {
 }
 
 // Tracks `command` and checks it made exactly `expected` (by size), every block freed once.
-Tracked check_run(const std::vector<std::string>& command, const Expected& expected) {
+// extra: memtrack track options.
+Tracked check_run(const std::vector<std::string>& command, const Expected& expected,
+                  const std::vector<std::string>& extra = {}) {
     TempDir dir;
-    Tracked t = track_and_dump(dir, command);
+    Tracked t = track_and_dump(dir, command, extra);
     CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
     check_common(t);
     const auto sizes = sizes_of(expected);
@@ -158,6 +165,26 @@ TEST_CASE("allocators: jemalloc linked, reached through an exec") {
     const std::string exe = optional_fixture("alloc_jemalloc", "libjemalloc-dev");
     if (exe.empty()) return;
     check_run({fixture("exec_into"), exe, std::to_string(kRounds)}, merged(kCApi, kJemallocApi));
+}
+
+TEST_CASE("allocators: with --system-wide-probes, allocators found at exec and at dlopen are probed too") {
+    ROOT_SUITE_GUARD();
+    const std::vector<std::string> wide{"--system-wide-probes"};
+    SUBCASE("jemalloc linked, reached through an exec") {
+        const std::string exe = optional_fixture("alloc_jemalloc", "libjemalloc-dev");
+        if (exe.empty()) return;
+        Tracked t = check_run({fixture("exec_into"), exe, std::to_string(kRounds)}, merged(kCApi, kJemallocApi), wide);
+        CHECK(objects_of_kind(t, "jemalloc") == 1);
+    }
+    SUBCASE("mimalloc loaded by dlopen") {
+        if (optional_file("/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", "libmimalloc2.0").empty()) return;
+        Tracked t = check_run({fixture("alloc_dlopen_mimalloc"), std::to_string(kRounds)},
+                              {{FX_DL_MALLOC, times("Malloc")}, {FX_DL_CALLOC, times("Calloc")}}, wide);
+        CHECK(objects_of_kind(t, "mimalloc") == 1);
+    }
+    SUBCASE("glibc static in the executable") {
+        check_run({fixture("alloc_glibc_static"), std::to_string(kRounds)}, kCApi, wide);
+    }
 }
 
 TEST_CASE("allocators: a Rust program whose #[global_allocator] calls mimalloc") {

@@ -743,6 +743,18 @@ void check_whole_stack(const std::vector<ResolvedFrame>& frames, const std::stri
     check_libc_start(frames, want.size());
 }
 
+using WantedFrames = std::vector<std::tuple<std::string, std::string, uint64_t>>;
+
+// stack_cfi's chain from cfi_a down to its malloc, innermost first, then `callers`.
+WantedFrames cfi_chain_then(const WantedFrames& callers) {
+    const std::string src = "stack_cfi.c";
+    WantedFrames want = {{"cfi_c", "", marked_line(src, "cfi-c-malloc")},
+                         {"cfi_b", "", marked_line(src, "cfi-b-calls-c")},
+                         {"cfi_a", "", marked_line(src, "cfi-a-calls-b")}};
+    want.insert(want.end(), callers.begin(), callers.end());
+    return want;
+}
+
 json::object unwind_stats(const Tracked& t) {
     const json::object s = stats_object(t);
     const json::value* u = s.if_contains("unwind");
@@ -766,19 +778,10 @@ TEST_CASE("stacks: code without frame pointers (rbp clobbered) unwinds by its CF
 
     const std::string src = "stack_cfi.c", lib_src = "stack_cfi_lib.c";
     const std::vector<Resolved> resolved = dump_resolved(t.result.artifact);
-    // cfi_a's chain down to its malloc, innermost first, then `callers`.
-    auto chain_then = [&](std::vector<std::tuple<std::string, std::string, uint64_t>> callers) {
-        std::vector<std::tuple<std::string, std::string, uint64_t>> want = {
-            {"cfi_c", "", marked_line(src, "cfi-c-malloc")},
-            {"cfi_b", "", marked_line(src, "cfi-b-calls-c")},
-            {"cfi_a", "", marked_line(src, "cfi-a-calls-b")}};
-        want.insert(want.end(), callers.begin(), callers.end());
-        return want;
-    };
     SUBCASE("a chain of three functions") {
         const auto r = with_size(resolved, STK_CFI_CHAIN);
         REQUIRE(r.size() == 1);
-        check_whole_stack(r[0].frames, "/stack_cfi", chain_then({{"main", "", marked_line(src, "cfi-main-calls-a")}}));
+        check_whole_stack(r[0].frames, "/stack_cfi", cfi_chain_then({{"main", "", marked_line(src, "cfi-main-calls-a")}}));
     }
     SUBCASE("through glibc's qsort") {
         const auto r = with_size(resolved, STK_CFI_QSORT);
@@ -815,7 +818,7 @@ TEST_CASE("stacks: code without frame pointers (rbp clobbered) unwinds by its CF
         REQUIRE(r.size() == STK_CFI_REPEATS);
         for (const Resolved& e : r)
             check_whole_stack(e.frames, "/stack_cfi",
-                              chain_then({{"cfi_repeat", "", marked_line(src, "cfi-repeat-calls-a")},
+                              cfi_chain_then({{"cfi_repeat", "", marked_line(src, "cfi-repeat-calls-a")},
                                           {"main", "", marked_line(src, "cfi-main-calls-repeat")}}));
         // One thread, and no other walk of it starts where these do.
         CHECK(need_u64(unwind_stats(t), "walks_matched", "unwind") == STK_CFI_REPEATS - 1);
@@ -844,6 +847,20 @@ TEST_CASE("stacks: code without frame pointers (rbp clobbered) unwinds by its CF
             CHECK_MESSAGE(need_u64(u, key, "unwind") == 0, key);
         CHECK(need_u64(u, "cfi_frames", "unwind") > 0);
     }
+}
+
+TEST_CASE("stacks: with --system-wide-probes, each process is described to the CFI walker too") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    Tracked t = track_cfi_fixture(dir, "stack_cfi", {"--system-wide-probes"});
+    const std::string src = "stack_cfi.c";
+    const auto r = with_size(dump_resolved(t.result.artifact), STK_CFI_CHAIN);
+    REQUIRE(r.size() == 1);
+    check_whole_stack(r[0].frames, "/stack_cfi", cfi_chain_then({{"main", "", marked_line(src, "cfi-main-calls-a")}}));
+    const json::object u = unwind_stats(t);
+    CHECK(need_u64(u, "walks_without_tables", "unwind") == 0);
+    CHECK(need_u64(u, "frame_pointer_frames", "unwind") == 0);
+    CHECK(need_u64(u, "walks_complete", "unwind") == stat_u64(stats_object(t), "stacks_captured"));
 }
 
 TEST_CASE("stacks: the same program walked by frame pointer (--unwind fp) loses its callers") {

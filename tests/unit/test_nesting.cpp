@@ -12,37 +12,45 @@ constexpr __u64 kTop = 0x7ffe0000;  // entry SP of a call made from main
 
 TEST_CASE("a plain malloc is recorded once, at its return") {
     mt_frames f{};
-    CHECK(mt_alloc_entry(&f, kTop) == MT_ENTRY_OUTER);
+    CHECK(mt_alloc_entry(&f, kTop, false) == MT_ENTRY_OUTER);
     CHECK(mt_alloc_return(&f, kTop + 8));
     CHECK(f.alloc_sp == 0);
 }
 
 TEST_CASE("operator new calling malloc records only new") {
     mt_frames f{};
-    CHECK(mt_alloc_entry(&f, kTop) == MT_ENTRY_OUTER);        // operator new
-    CHECK(mt_alloc_entry(&f, kTop - 24) == MT_ENTRY_NESTED);  // malloc, deeper
+    CHECK(mt_alloc_entry(&f, kTop, false) == MT_ENTRY_OUTER);        // operator new
+    CHECK(mt_alloc_entry(&f, kTop - 24, false) == MT_ENTRY_NESTED);  // malloc, deeper
     CHECK_FALSE(mt_alloc_return(&f, kTop - 16));              // malloc returns
     CHECK(mt_alloc_return(&f, kTop + 8));                     // new returns: the event
 }
 
-TEST_CASE("a tail call takes over the frame and is recorded once") {
+TEST_CASE("a tail call keeps the outer call and is recorded once") {
     mt_frames f{};
-    CHECK(mt_alloc_entry(&f, kTop) == MT_ENTRY_OUTER);  // reallocarray
-    CHECK(mt_alloc_entry(&f, kTop) == MT_ENTRY_OUTER);  // jmp realloc: same SP
+    CHECK(mt_alloc_entry(&f, kTop, false) == MT_ENTRY_OUTER);  // mi_malloc_aligned
+    CHECK(mt_alloc_entry(&f, kTop, true) == MT_ENTRY_TAIL);    // jmp mi_heap_malloc_small: same SP, return pending
     CHECK(mt_alloc_return(&f, kTop + 8));
     CHECK_FALSE(mt_alloc_return(&f, kTop + 8));  // only one return happens, and only one counts
 }
 
+TEST_CASE("a call at the same stack pointer after a return that never came replaces it") {
+    mt_frames f{};
+    CHECK(mt_alloc_entry(&f, kTop, false) == MT_ENTRY_OUTER);  // operator new: throws, no return seen
+    // The next new from the same frame: the return address at its SP is its own, not the trampoline.
+    CHECK(mt_alloc_entry(&f, kTop, false) == MT_ENTRY_STALE);
+    CHECK(mt_alloc_return(&f, kTop + 8));
+}
+
 TEST_CASE("a frame whose return never came is replaced, not kept for ever") {
     mt_frames f{};
-    CHECK(mt_alloc_entry(&f, kTop - 64) == MT_ENTRY_OUTER);  // new throws: no return seen
-    CHECK(mt_alloc_entry(&f, kTop) == MT_ENTRY_STALE);       // next call from a shallower frame
+    CHECK(mt_alloc_entry(&f, kTop - 64, false) == MT_ENTRY_OUTER);  // new throws: no return seen
+    CHECK(mt_alloc_entry(&f, kTop, false) == MT_ENTRY_STALE);       // next call from a shallower frame
     CHECK(mt_alloc_return(&f, kTop + 8));
 }
 
 TEST_CASE("free inside realloc(p, 0) is not a second event") {
     mt_frames f{};
-    CHECK(mt_alloc_entry(&f, kTop) == MT_ENTRY_OUTER);
+    CHECK(mt_alloc_entry(&f, kTop, false) == MT_ENTRY_OUTER);
     CHECK_FALSE(mt_free_entry(&f, false, kTop - 40, 0x1000));
     CHECK(mt_alloc_return(&f, kTop + 8));
 }
@@ -54,7 +62,7 @@ TEST_CASE("operator delete tail-calling free records one Free") {
     CHECK_FALSE(mt_free_entry(&f, false, kTop, 0x1000));  // jmp free
     CHECK(f.delete_sp == 0);                               // consumed
     // The same address freed again later (after being handed out again) is a new event.
-    CHECK(mt_alloc_entry(&f, kTop) == MT_ENTRY_OUTER);
+    CHECK(mt_alloc_entry(&f, kTop, false) == MT_ENTRY_OUTER);
     CHECK(mt_alloc_return(&f, kTop + 8));
     CHECK(mt_free_entry(&f, false, kTop - 200, 0x1000));
 }
@@ -68,7 +76,7 @@ TEST_CASE("free(NULL) is nothing") {
 TEST_CASE("syscalls inside allocator calls are internal, others are events") {
     mt_frames f{};
     CHECK_FALSE(mt_syscall_internal(&f, kTop - 100, 0, 0));  // user mmap
-    mt_alloc_entry(&f, kTop);
+    mt_alloc_entry(&f, kTop, false);
     CHECK(mt_syscall_internal(&f, kTop - 100, 0, 0));  // malloc's own mmap or brk
     mt_alloc_return(&f, kTop + 8);
     CHECK(mt_free_entry(&f, false, kTop, 0x7f0000010010));
@@ -84,7 +92,7 @@ TEST_CASE("a free tail-calling another free of the same block records one Free")
     CHECK_FALSE(mt_free_entry(&f, false, kTop, 0x1000));   // jmp mi_free
     CHECK(mt_free_entry(&f, false, kTop, 0x2000));         // the next block: an event
     // Freed again once handed out again: a new event.
-    CHECK(mt_alloc_entry(&f, kTop) == MT_ENTRY_OUTER);
+    CHECK(mt_alloc_entry(&f, kTop, false) == MT_ENTRY_OUTER);
     CHECK(mt_alloc_return(&f, kTop + 8));
     CHECK(mt_free_entry(&f, false, kTop, 0x2000));
 }
@@ -96,6 +104,6 @@ TEST_CASE("brk inside free (glibc trimming the heap) is internal, whatever the r
     CHECK(mt_brk_internal(&f, kTop - 200));          // free -> systrim -> sbrk -> brk
     mt_mapping_created(&f);
     CHECK_FALSE(mt_brk_internal(&f, kTop - 200));
-    mt_alloc_entry(&f, kTop);
+    mt_alloc_entry(&f, kTop, false);
     CHECK(mt_brk_internal(&f, kTop - 64));  // malloc growing the heap
 }

@@ -2,6 +2,7 @@
 // flow proves every call still traps exactly once with its arguments intact.
 #include <doctest/doctest.h>
 
+#include "bpf/record.h"
 #include "probes/ProbePlacement.hpp"
 
 using memtrack::place_probe;
@@ -78,4 +79,35 @@ TEST_CASE("an indirect jump in the body keeps the entry") {
 TEST_CASE("undecodable bytes keep the entry") {
     CHECK(place_probe({}, kBase, 1).offset == 0);
     CHECK(place_probe({0x0f, 0x0b}, kBase, 1).offset == 0);  // ud2 only
+}
+
+TEST_CASE("mimalloc's malloc: the size copied from rdi to rsi is read from rsi, past the heap load into rdi") {
+    // mov 0xb449(%rip),%rax; mov %rdi,%rsi; mov %fs:(%rax),%rdi; cmp $0x400,%rsi; ja +0x29; ret
+    const auto code = join({{0x48, 0x8b, 0x05, 0x49, 0xb4, 0x00, 0x00}, {0x48, 0x89, 0xfe}, {0x64, 0x48, 0x8b, 0x38},
+                            {0x48, 0x81, 0xfe, 0x00, 0x04, 0x00, 0x00}, {0x77, 0x29}, kRet});
+    auto p = place_probe(code, kBase, 1);
+    CHECK(p.offset == 7 + 3 + 4 + 7);
+    CHECK(p.args[0] == MT_REG_RSI);
+    // Placed at the entry, the size is where the ABI puts it.
+    CHECK(memtrack::entry_placement(0, "off").args[0] == MT_REG_RDI);
+}
+
+TEST_CASE("a copy that is overwritten in turn, or a 32-bit copy, does not keep the argument") {
+    // mov %rdi,%rsi; mov %rax,%rsi; mov %fs:(%rax),%rdi; ja
+    const auto overwritten = join({{0x48, 0x89, 0xfe}, {0x48, 0x89, 0xc6}, {0x64, 0x48, 0x8b, 0x38}, {0x77, 0x01}, kRet, kRet});
+    CHECK(place_probe(overwritten, kBase, 1).offset == 0);
+    // mov %edi,%esi (drops the upper half); mov %fs:(%rax),%rdi; ja
+    const auto narrow = join({{0x89, 0xfe}, {0x64, 0x48, 0x8b, 0x38}, {0x77, 0x01}, kRet, kRet});
+    CHECK(place_probe(narrow, kBase, 1).offset == 0);
+}
+
+TEST_CASE("mi_heap_*: the arguments start at rsi, and rdi (the heap) may be overwritten") {
+    // mov (%rdi),%rdi; cmp $0x400,%rsi; ja +1; ret; ret
+    const auto code = join({{0x48, 0x8b, 0x3f}, {0x48, 0x81, 0xfe, 0x00, 0x04, 0x00, 0x00}, {0x77, 0x01}, kRet, kRet});
+    auto p = place_probe(code, kBase, 1, 1);
+    CHECK(p.offset == 3 + 7);
+    CHECK(p.args[0] == MT_REG_RSI);
+    CHECK(place_probe(code, kBase, 1, 0).offset == 0);  // as a plain function its first argument is gone
+    // (heap, p, size): the second argument is in rdx.
+    CHECK(memtrack::entry_placement(1, "off").args[1] == MT_REG_RDX);
 }
