@@ -94,10 +94,11 @@ void Stats::add_process_lifetime(uint64_t ns) {
     lifetime_ns_ += ns;
 }
 
-void Stats::set_kernel_counters(uint64_t dropped, uint64_t nested) {
+void Stats::set_kernel_counters(uint64_t dropped, uint64_t nested, uint64_t self_traps) {
     std::lock_guard lock(mu_);
     dropped_ = dropped;
     nested_ = nested;
+    self_traps_ = self_traps;
 }
 
 void Stats::set_pauses(const HoldCounts& c) {
@@ -198,6 +199,7 @@ boost::json::object Stats::to_json() const {
         {"unwritten", unwritten_},
         {"artifact_events", artifact_events_},
         {"nested_calls", nested_},
+        {"self_traps", self_traps_},
         {"chunks", chunks_},
         {"chunk_ms", ms_summary(chunk_ns_)},
         {"max_records_per_chunk", max_records_per_chunk_},

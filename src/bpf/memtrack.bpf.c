@@ -33,6 +33,8 @@ const volatile __u64 stack_stop_bytes = ~0ULL;   /* the stacks ring's stop water
  * processes). 0: shared links only, attached at start.
  */
 const volatile bool per_process_links = false;
+/* memtrack's own pid (in its namespace): its allocator must not sit behind a probe (meson.build). */
+const volatile __u32 self_tgid = 0;
 
 /* Kernel 6.13+; called only when per_process_links, which user space sets on such kernels. */
 extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type, __u64 value) __ksym __weak;
@@ -643,7 +645,12 @@ static __always_inline bool probe_applies(__u64 cookie)
 		return true;
 	__u32 tgid = current_tgid();
 	__u32 *how = bpf_map_lookup_elem(&tracked, &tgid);
-	return how && *how == MT_TRACKED_SHARED;
+	if (how)
+		return *how == MT_TRACKED_SHARED;
+	/* Its allocator calls, that is: not its mappings, nor the C library's teardown at its threads' exits. */
+	if (tgid == self_tgid && MT_COOKIE_FUNC(cookie) < MT_FUNC_INTERNAL)
+		count(MT_COUNTER_SELF_TRAPS);
+	return false;
 }
 
 SEC("uprobe")

@@ -184,6 +184,7 @@ enum mt_counter {
 	MT_COUNTER_UNWIND_BAD_FRAME,  /* walks ended at a frame that did not move up the stack */
 	MT_COUNTER_UNWIND_CHAINS_MATCHED, /* walks answered by the thread's previous one (chain_cache.h) */
 	MT_COUNTER_UNWIND_CHAINS_CHANGED, /* walks that started as the previous one but read other words */
+	MT_COUNTER_SELF_TRAPS, /* memtrack's own allocator calls trapped by a shared link: must stay 0 */
 	MT_COUNTER_MAX,
 };
 

@@ -512,6 +512,8 @@ TEST_CASE("stacks: C++ frames are demangled, and a call inside inlined code gets
 // stack_exit_fast's 20 children: one Malloc each, each from its own process, and each stack
 // symbolized although its process was gone a few microseconds after the allocation.
 static void check_exit_fast(const Tracked& t) {
+    INFO("stats: ", t.result.stats.raw);
+    INFO("memtrack's stderr: ", t.result.run.err);
     CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
     check_common(t);
     check_stack_stats(t);
