@@ -33,8 +33,6 @@ const volatile __u64 stack_stop_bytes = ~0ULL;   /* the stacks ring's stop water
  * processes). 0: shared links only, attached at start.
  */
 const volatile bool per_process_links = false;
-/* memtrack's own pid (in its namespace): its allocator must not sit behind a probe (meson.build). */
-const volatile __u32 self_tgid = 0;
 
 /* Kernel 6.13+; called only when per_process_links, which user space sets on such kernels. */
 extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type, __u64 value) __ksym __weak;
@@ -647,8 +645,11 @@ static __always_inline bool probe_applies(__u64 cookie)
 	__u32 *how = bpf_map_lookup_elem(&tracked, &tgid);
 	if (how)
 		return *how == MT_TRACKED_SHARED;
-	/* Its allocator calls, that is: not its mappings, nor the C library's teardown at its threads' exits. */
-	if (tgid == self_tgid && MT_COOKIE_FUNC(cookie) < MT_FUNC_INTERNAL)
+	/*
+	 * memtrack's own allocator calls (not its mappings, nor the C library's teardown at its
+	 * threads' exits): its allocator must not sit behind a probe (meson.build).
+	 */
+	if (MT_COOKIE_FUNC(cookie) < MT_FUNC_INTERNAL && (bpf_get_current_pid_tgid() >> 32) == memtrack_tgid)
 		count(MT_COUNTER_SELF_TRAPS);
 	return false;
 }
@@ -883,6 +884,24 @@ int BPF_PROG(on_exit, struct task_struct *task)
 #define TRACE_SIGNAL_IGNORED 1
 
 /*
+ * memtrack's SIGCONT (a pause ended) may land on a SIGSTOP someone else sent after memtrack read
+ * the hold word, and cancel it. This runs once the SIGCONT took effect, under the target's
+ * siglock, after the SIGSTOP's own signal_generate set USER_STOP: the mark is current. The
+ * SIGSTOP sent again from here goes through irq_work as soon as the siglock is released, so the
+ * threads the SIGCONT woke find it pending before they get back to user code. (HoldRelease's
+ * second SIGSTOP after its SIGCONT covers kernels without bpf_send_signal_task, and this too.)
+ */
+static __always_inline void stop_again_if_user_stopped(struct task_struct *task)
+{
+	if (!per_process_links) /* bpf_send_signal_task: Linux 6.13+, as per-process links */
+		return;
+	__u32 tgid = ns_tgid(task);
+	__u32 *w = tgid ? hold_word(tgid) : NULL;
+	if (w && (*(volatile __u32 *)w & MT_HOLD_USER_STOP) && bpf_map_lookup_elem(&tracked, &tgid))
+		bpf_send_signal_task(task, SIGSTOP, PIDTYPE_TGID, 0);
+}
+
+/*
  * Someone else's SIGSTOP or SIGCONT to a tracked process (hold.h's USER_STOP): a process stopped
  * by its user, its shell or itself stays stopped when its pause ends. memtrack's own signals
  * (its SIGCONTs and the SIGSTOP after one) are the protocol's; BPF's SIGSTOPs are the kernel's
@@ -896,8 +915,11 @@ int BPF_PROG(on_signal, int sig, struct kernel_siginfo *info, struct task_struct
 {
 	if (sig != SIGSTOP && sig != SIGCONT)
 		return 0;
-	if ((bpf_get_current_pid_tgid() >> 32) == memtrack_tgid)
+	if ((bpf_get_current_pid_tgid() >> 32) == memtrack_tgid) {
+		if (sig == SIGCONT)
+			stop_again_if_user_stopped(task);
 		return 0;
+	}
 	if (sig == SIGSTOP) {
 		unsigned long raw = (unsigned long)info;
 		if (raw == SEND_SIG_PRIV || result == TRACE_SIGNAL_IGNORED)

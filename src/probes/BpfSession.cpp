@@ -119,7 +119,6 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
     if (cfg.per_process_links && !s->per_process_)
         log::info("kernel before 6.13: allocator probes trap in every process using the libraries");
     s->skel_->rodata->per_process_links = s->per_process_;
-    s->skel_->rodata->self_tgid = uint32_t(::getpid());
     s->hold_words_ = hold_words_for_pid_max();
     if (bpf_map__set_max_entries(s->skel_->maps.holds, s->hold_words_ / MT_HOLD_WORDS_PER_PAGE) != 0)
         fail("holds resize", errno);
