@@ -153,6 +153,27 @@ TEST_CASE("allocators: tcmalloc by LD_PRELOAD, through an exec (env)") {
     CHECK(objects_of_kind(t, "tcmalloc") == 1);
 }
 
+TEST_CASE("allocators: jemalloc and mimalloc by LD_PRELOAD, and mimalloc through an exec") {
+    ROOT_SUITE_GUARD();
+    SUBCASE("jemalloc by LD_PRELOAD") {
+        const std::string lib = optional_file("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "libjemalloc2");
+        if (lib.empty()) return;
+        Tracked t = check_run({"/usr/bin/env", "LD_PRELOAD=" + lib, fixture("alloc_glibc"), std::to_string(kRounds)}, kCApi);
+        CHECK(objects_of_kind(t, "jemalloc") == 1);
+    }
+    SUBCASE("mimalloc by LD_PRELOAD") {
+        const std::string lib = optional_file("/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", "libmimalloc2.0");
+        if (lib.empty()) return;
+        Tracked t = check_run({"/usr/bin/env", "LD_PRELOAD=" + lib, fixture("alloc_glibc"), std::to_string(kRounds)}, kCApi);
+        CHECK(objects_of_kind(t, "mimalloc") == 1);
+    }
+    SUBCASE("mimalloc linked, reached through an exec") {
+        const std::string exe = optional_fixture("alloc_mimalloc", "libmimalloc-dev");
+        if (exe.empty()) return;
+        check_run({fixture("exec_into"), exe, std::to_string(kRounds)}, merged(kCApi, kMimallocApi));
+    }
+}
+
 TEST_CASE("allocators: glibc static in the executable (gcc -static), directly and through an exec") {
     ROOT_SUITE_GUARD();
     Tracked t = check_run({fixture("alloc_glibc_static"), std::to_string(kRounds)}, kCApi);
