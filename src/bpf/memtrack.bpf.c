@@ -888,8 +888,9 @@ int BPF_PROG(on_exit, struct task_struct *task)
  * the hold word, and cancel it. This runs once the SIGCONT took effect, under the target's
  * siglock, after the SIGSTOP's own signal_generate set USER_STOP: the mark is current. The
  * SIGSTOP sent again from here goes through irq_work as soon as the siglock is released, so the
- * threads the SIGCONT woke find it pending before they get back to user code. (HoldRelease's
- * second SIGSTOP after its SIGCONT covers kernels without bpf_send_signal_task, and this too.)
+ * threads the SIGCONT woke find it pending before they get back to user code. HoldRelease sends
+ * its own SIGSTOP after such a SIGCONT too, tens of microseconds later: all that kernels without
+ * bpf_send_signal_task get.
  */
 static __always_inline void stop_again_if_user_stopped(struct task_struct *task)
 {
