@@ -13,7 +13,7 @@ namespace memtrack {
 namespace asio = boost::asio;
 
 RingConsumer::RingConsumer(asio::io_context& io, RingView& ring, BatchQueue& out, Stats& stats, Options opt)
-    : io_(io), strand_(asio::make_strand(io)), ring_(ring), out_(out), stats_(stats), opt_(opt),
+    : strand_(asio::make_strand(io)), ring_(ring), out_(out), stats_(stats), opt_(opt),
       wake_(strand_, ::dup(ring.fd())), delay_timer_(strand_), backstop_timer_(strand_) {}
 
 void RingConsumer::start() {

@@ -56,7 +56,6 @@ private:
     void arm_backstop();
     void complete_drains();
 
-    boost::asio::io_context& io_;
     Strand strand_;
     RingView& ring_;
     BatchQueue& out_;

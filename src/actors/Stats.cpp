@@ -94,10 +94,11 @@ void Stats::add_process_lifetime(uint64_t ns) {
     lifetime_ns_ += ns;
 }
 
-void Stats::set_kernel_counters(uint64_t dropped, uint64_t nested, uint64_t self_traps) {
+void Stats::set_kernel_counters(uint64_t dropped, uint64_t nested, uint64_t stale_frames, uint64_t self_traps) {
     std::lock_guard lock(mu_);
     dropped_ = dropped;
     nested_ = nested;
+    stale_frames_ = stale_frames;
     self_traps_ = self_traps;
 }
 
@@ -199,6 +200,7 @@ boost::json::object Stats::to_json() const {
         {"unwritten", unwritten_},
         {"artifact_events", artifact_events_},
         {"nested_calls", nested_},
+        {"stale_frames", stale_frames_},
         {"self_traps", self_traps_},
         {"chunks", chunks_},
         {"chunk_ms", ms_summary(chunk_ns_)},

@@ -37,8 +37,10 @@ public:
     void on_drain(uint64_t duration_ns);
     void on_consumer_idle(uint64_t ns);  // the events consumer waited this long on an empty ring
     void add_process_lifetime(uint64_t ns);
-    // self_traps: memtrack's own allocator calls that trapped on a shared probe (must stay 0).
-    void set_kernel_counters(uint64_t dropped, uint64_t nested, uint64_t self_traps);
+    // stale_frames: allocator calls whose return never came (an exception, a longjmp), found
+    // when the thread's next call replaced them; self_traps: memtrack's own allocator calls
+    // that trapped on a shared probe (must stay 0).
+    void set_kernel_counters(uint64_t dropped, uint64_t nested, uint64_t stale_frames, uint64_t self_traps);
     // The pause counters, as their owner (ProcessHolds) counts them.
     void set_pauses(const HoldCounts& counts);
     // The highest fills BPF saw (bytes) and the events ring's size and stop mark.
@@ -71,7 +73,7 @@ private:
     UnwindCounters unwind_;
     uint64_t shutdown_artifact_ns_ = 0, shutdown_stacks_ns_ = 0;
     uint64_t stacks_captured_ = 0, stacks_sent_ = 0, stack_errors_ = 0, stacks_dropped_ = 0;
-    uint64_t dropped_ = 0, nested_ = 0, self_traps_ = 0, stopped_at_exit_ = 0;
+    uint64_t dropped_ = 0, nested_ = 0, stale_frames_ = 0, self_traps_ = 0, stopped_at_exit_ = 0;
     boost::json::object pauses_;  // set_pauses: the keys it writes go into to_json as they are
     uint64_t paused_ns_ = 0, lifetime_ns_ = 0, consumer_idle_ns_ = 0;
     uint64_t processes_probed_ = 0, processes_shared_ = 0, probe_errors_ = 0, spawn_unstopped_ = 0, spawns_dropped_ = 0;

@@ -282,7 +282,7 @@ private:
 
     boost::json::object live_stats() {
         stats_.set_kernel_counters(bpf_.counter(MT_COUNTER_DROPPED), bpf_.counter(MT_COUNTER_NESTED),
-                                   bpf_.counter(MT_COUNTER_SELF_TRAPS));
+                                   bpf_.counter(MT_COUNTER_STALE_FRAME), bpf_.counter(MT_COUNTER_SELF_TRAPS));
         stats_.set_pauses(holds_.counts());
         stats_.set_max_fill(bpf_.max_fill_bytes(0), bpf_.max_fill_bytes(1), opt_.ring_size, bpf_.stop_bytes());
         stats_.set_stack_counters(bpf_.counter(MT_COUNTER_STACKS_CAPTURED), bpf_.counter(MT_COUNTER_STACKS_SENT),

@@ -269,10 +269,6 @@ void BpfSession::set_recording(bool on) {
     std::atomic_ref<uint32_t>(skel_->bss->recording).store(on ? 1 : 0, std::memory_order_seq_cst);
 }
 
-bool BpfSession::recording() const {
-    return std::atomic_ref<uint32_t>(skel_->bss->recording).load() != 0;
-}
-
 int BpfSession::events_ring_fd() const { return bpf_map__fd(skel_->maps.events); }
 int BpfSession::stacks_ring_fd() const { return bpf_map__fd(skel_->maps.stacks); }
 int BpfSession::unwind_rows_fd() const { return bpf_map__fd(skel_->maps.unwind_rows); }

@@ -77,7 +77,6 @@ public:
     bool track(pid_t pid);      // tracked, through the shared links; false: tracked already
     Result<void> track_own(pid_t pid);  // tracked, through links of its own
     void set_recording(bool on);
-    bool recording() const;
 
     int events_ring_fd() const;
     int stacks_ring_fd() const;
