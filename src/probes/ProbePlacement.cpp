@@ -169,14 +169,16 @@ Placement place_probe(const std::vector<uint8_t>& code, uint64_t entry_vaddr, un
         uint8_t nread = 0, nwrite = 0;
         if (cs_regs_access(cs.h, &i, read, &nread, write, &nwrite) != CS_ERR_OK)
             return at_entry("entry: cannot tell what an instruction writes");
-        for (uint8_t w = 0; w < nwrite; ++w)
-            if (gpr_index(cs.h, write[w]) == kStackPointer)
-                return at_entry(fmt::format("entry: {} moves the stack pointer", i.mnemonic));
+        uint32_t written = 0;  // general-purpose registers the instruction writes, a bit per mt_arg_reg
+        for (uint8_t w = 0; w < nwrite; ++w) {
+            const int r = gpr_index(cs.h, write[w]);
+            if (r == kStackPointer) return at_entry(fmt::format("entry: {} moves the stack pointer", i.mnemonic));
+            if (r >= 0) written |= 1u << r;
+        }
         const auto [copy_from, copy_to] = register_copy(cs.h, i);
         for (unsigned a = 0; a < arg_count; ++a) {
             const bool copied = copy_from >= 0 && copy_to >= 0 && (holders[a] >> copy_from & 1u);
-            for (uint8_t w = 0; w < nwrite; ++w)
-                if (const int r = gpr_index(cs.h, write[w]); r >= 0) holders[a] &= ~(1u << r);
+            holders[a] &= ~written;
             if (copied) holders[a] |= 1u << copy_to;
             if (!holders[a]) return at_entry(fmt::format("entry: {} writes an argument register", i.mnemonic));
         }
