@@ -8,9 +8,10 @@
 // of synthetic records (bench/ring_feed.h) into a BPF ring with bpf_loop. The feeder waits while
 // the ring is above --max-fill less one batch, so no reservation fails: it plays the part of
 // memtrack's pressure stops, which need real processes to stop. A RingConsumer reads the ring into
-// a Writer, wired as TrackRun wires them (one io_context run by --threads threads, a strand each,
-// the batch queue between them), and the Writer writes a real zstd artifact. --split runs the
-// consumer and the Writer on an io_context and a thread each instead, to time them apart.
+// a Writer through the Lane and the DrainBarrier TrackRun uses (one io_context run by --threads
+// threads, a strand each, the batch queue between them), and the Writer writes a real zstd
+// artifact. --split runs the consumer and the Writer on an io_context and a thread each instead,
+// to time them apart.
 //
 // Measured: records / (first record written .. artifact finished), and the CPU time of every
 // thread. Then the artifact is read back (read_artifact): every record must come out, in order,
@@ -37,7 +38,8 @@
 #include <boost/json/serialize.hpp>
 
 #include "RingFeeder.hpp"
-#include "actors/RingConsumer.hpp"
+#include "actors/DrainBarrier.hpp"
+#include "actors/Lane.hpp"
 #include "actors/Stats.hpp"
 #include "actors/Writer.hpp"
 #include "core/Clock.hpp"
@@ -91,7 +93,7 @@ FeedResult feed_all(RingFeeder& feeder, const RingView& ring, const Options& opt
     FeedResult res;
     const double cpu0 = thread_cpu_s();
     const uint64_t wakeup_bytes = uint64_t(opt.wakeup_fill * double(ring.capacity()));
-    const uint64_t batch_bytes = uint64_t(opt.batch) * (sizeof(mt_record) + 8);  // + the ring's header
+    const uint64_t batch_bytes = uint64_t(opt.batch) * (sizeof(mt_record) + RingView::kHeaderBytes);
     const uint64_t limit = uint64_t(opt.max_fill * double(ring.capacity()));
     const uint64_t fill_before_batch = limit > batch_bytes ? limit - batch_bytes : 0;
     res.t_first_ns = monotonic_ns();
@@ -138,43 +140,35 @@ Check check_artifact(const std::string& path) {
     return c;
 }
 
-// The consumer and the Writer, wired as TrackRun wires the events lane.
+// The events lane and its DrainBarrier, as TrackRun makes them.
 struct Pipeline {
-    Pipeline(asio::io_context& consumer_io, asio::io_context& writer_io, RingView& ring, ZstdFileWriter artifact,
+    Pipeline(asio::io_context& consumer_io, asio::io_context& writer_io, RingView ring, ZstdFileWriter artifact,
              const Options& opt)
-        : consumer(consumer_io, ring, queue, stats,
-                   {RingConsumer::Records::Events, opt.chunk_records, std::chrono::microseconds(0),
-                    std::chrono::milliseconds(10)}),
-          writer(writer_io, queue, std::move(artifact), stats),
-          consumer_work(consumer_io.get_executor()), writer_work(writer_io.get_executor()) {
-        consumer.set_batch_ready([this] { writer.notify(); });
-        writer.set_queue_space([this] { consumer.on_queue_space(); });
-        consumer.set_batch_pool(&pool);
-        writer.set_batch_pool(&pool);
-    }
+        : lane(consumer_io, writer_io, std::move(ring), stats,
+               {RingConsumer::Records::Events, opt.chunk_records, std::chrono::microseconds(0),
+                std::chrono::milliseconds(10)},
+               std::move(artifact), stats),
+          barrier(consumer_io, {&lane}, stats), consumer_work(consumer_io.get_executor()),
+          writer_work(writer_io.get_executor()) {}
 
     // Reads the ring to the producer position of now, closes the artifact, lets the io_contexts
-    // run out of work: TrackRun's shutdown for one lane.
+    // run out of work: TrackRun's shutdown.
     void finish() {
-        consumer.drain([this] {
-            writer.finish([this](Result<uint64_t> r) {
-                t_finished_ns = monotonic_ns();
-                if (!r) error = r.error();
-                else records_written = r.value();
-                consumer.stop();
-                consumer_work.reset();
-                writer_work.reset();
-            });
+        barrier.close(nullptr, [this](Result<uint64_t> r) {
+            t_finished_ns = monotonic_ns();
+            if (!r) error = r.error();
+            else records_written = r.value();
+            lane.consumer().stop();
+            consumer_work.reset();
+            writer_work.reset();
         });
     }
 
     Stats stats;
-    BatchQueue queue;
-    BatchPool pool;
-    RingConsumer consumer;
-    Writer writer;
+    SinkLane<Writer> lane;
+    DrainBarrier barrier;
     asio::executor_work_guard<asio::io_context::executor_type> consumer_work, writer_work;
-    // Set on the Writer's strand, read after every io thread has joined.
+    // Set on the barrier's strand, read after every io thread has joined.
     uint64_t t_finished_ns = 0;
     uint64_t records_written = 0;
     std::optional<Error> error;
@@ -182,15 +176,15 @@ struct Pipeline {
 
 int run(const Options& opt) {
     auto feeder = value_or_throw(RingFeeder::load(opt.ring_bytes));
-    auto ring = value_or_throw(RingView::map(feeder.ring_fd()));
     const std::string path = fmt::format("{}/consumer_throughput.{}.MemtrackArtifact.msgpack", opt.dir, ::getpid());
     auto artifact = ZstdFileWriter::create(path, opt.zstd_level);
     if (!artifact) throw FatalError(artifact.error());
 
     asio::io_context io, writer_io;
     asio::io_context& wio = opt.split ? writer_io : io;
-    Pipeline pipe(io, wio, ring, std::move(artifact).value(), opt);
-    pipe.consumer.start();
+    Pipeline pipe(io, wio, value_or_throw(RingView::map(feeder.ring_fd())), std::move(artifact).value(), opt);
+    RingView& ring = pipe.lane.ring();
+    pipe.lane.consumer().start();
 
     // Every io thread's CPU time, by role.
     std::vector<std::pair<std::string, double>> cpu;

@@ -2,6 +2,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "actors/RingConsumer.hpp"
 #include "core/Log.hpp"
 
 namespace memtrack {
@@ -24,7 +25,7 @@ void BatchSink::handle(RecordBatch* raw) {
     write_batch(*batch);
     records_ += batch->records.size() + batch->stacks.size();
     written_pos_ = batch->end_pos;
-    if (pool_) pool_->give_back(std::move(batch));
+    if (pool_) pool_->give_back(std::move(batch));  // outside a Lane (unit tests) it is freed
 }
 
 void BatchSink::on_notify() {
@@ -35,7 +36,7 @@ void BatchSink::on_notify() {
         handle(raw);
         ++n;
     }
-    if (n > 0 && queue_space_) queue_space_();
+    if (n > 0 && consumer_) consumer_->on_queue_space();
     if (in_.read_available() > 0) notify();
     complete_flushes();
 }
@@ -74,6 +75,8 @@ void BatchSink::finish(DrainDone done) {
             if (auto r = finish_file(); !r) fail(r.error());
         }
         finished_ = true;
+        // A drain asked for before the close is answered by it: its records are all handled.
+        complete_flushes();
         if (error_) done(*error_);
         else done(records_);
     });

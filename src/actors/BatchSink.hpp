@@ -11,20 +11,20 @@
 
 namespace memtrack {
 
+class RingConsumer;
+
 class BatchSink {
 public:
     BatchSink(boost::asio::io_context& io, BatchQueue& in);
     virtual ~BatchSink() = default;
 
-    void set_queue_space(Done on_space) { queue_space_ = std::move(on_space); }
-    // Where written batches go back to the consumer; without one they are freed.
-    void set_batch_pool(BatchPool* pool) { pool_ = pool; }
     // Batches were pushed: one wake-up per burst.
     void notify();
     // done(records handled) once every record up to ring position `pos` is in the file and the
     // file is flushed (a complete compressed block), or done(error).
     void flush_through(uint64_t pos, DrainDone done);
-    // Handles what is queued, closes the file; done(error or records handled).
+    // Handles what is queued, answers the flushes it covers, closes the file; done(error or
+    // records handled).
     void finish(DrainDone done);
 
 protected:
@@ -41,13 +41,19 @@ protected:
     size_t queued() const { return in_.read_available(); }
 
 private:
+    friend class Lane;
+    // Lane's wiring: `consumer` hears of queue space; written batches go back to `pool`.
+    void connect(RingConsumer& consumer, BatchPool& pool) {
+        consumer_ = &consumer;
+        pool_ = &pool;
+    }
     void on_notify();
     void handle(RecordBatch* raw);
     void complete_flushes();
 
     Strand strand_;
     BatchQueue& in_;
-    Done queue_space_;
+    RingConsumer* consumer_ = nullptr;
     BatchPool* pool_ = nullptr;
     std::atomic<bool> notify_pending_{false};
     uint64_t written_pos_ = 0;

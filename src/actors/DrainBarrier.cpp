@@ -2,45 +2,66 @@
 
 #include <boost/asio/post.hpp>
 
-#include "actors/BatchSink.hpp"
-#include "actors/RingConsumer.hpp"
+#include "actors/Lane.hpp"
 #include "actors/Stats.hpp"
 #include "core/Clock.hpp"
-#include "ring/RingView.hpp"
+#include "core/Log.hpp"
 
 namespace memtrack {
 
 namespace asio = boost::asio;
 
-DrainBarrier::DrainBarrier(asio::io_context& io, std::vector<Lane> lanes, Stats& stats)
+DrainBarrier::DrainBarrier(asio::io_context& io, std::vector<Lane*> lanes, Stats& stats)
     : strand_(asio::make_strand(io)), lanes_(std::move(lanes)), stats_(stats) {}
 
-void DrainBarrier::request(DrainDone done) {
-    asio::post(strand_, [this, done = std::move(done)]() mutable {
+void DrainBarrier::request(DrainDone done) { start(Kind::Flush, nullptr, std::move(done)); }
+
+void DrainBarrier::close(Done read, DrainDone done) { start(Kind::Close, std::move(read), std::move(done)); }
+
+void DrainBarrier::start(Kind kind, Done read, DrainDone done) {
+    asio::post(strand_, [this, kind, read = std::move(read), done = std::move(done)]() mutable {
         const uint64_t id = next_id_++;
-        pending_.emplace(id, Pending{monotonic_ns(), lanes_.size(), uint64_t(0), std::move(done)});
+        pending_.emplace(id, Pending{kind, monotonic_ns(), lanes_.size(), lanes_.size(), uint64_t(0), std::move(read),
+                                     std::move(done)});
         for (size_t i = 0; i < lanes_.size(); ++i) {
             // The barrier is each ring's producer position now: records reserved later are not
             // waited for, so a drain ends however fast producers keep writing.
-            const uint64_t target = lanes_[i].ring->producer_pos();
-            lanes_[i].sink->flush_through(target, [this, id, i](Result<uint64_t> records) {
-                asio::post(strand_, [this, id, i, records = std::move(records)]() mutable {
-                    lane_done(id, i, std::move(records));
-                });
+            const uint64_t target = lanes_[i]->ring().producer_pos();
+            lanes_[i]->consumer().read_through(target, [this, id, i, target] {
+                asio::post(strand_, [this, id, i, target] { lane_read(id, i, target); });
             });
-            lanes_[i].consumer->kick();  // records that did not wake the consumer still count
         }
     });
+}
+
+void DrainBarrier::lane_read(uint64_t id, size_t lane, uint64_t target) {
+    auto it = pending_.find(id);
+    if (it == pending_.end()) return;
+    Pending& p = it->second;
+    if (--p.unread == 0 && p.read) p.read();
+    auto answered = [this, id, lane](Result<uint64_t> records) {
+        asio::post(strand_, [this, id, lane, records = std::move(records)]() mutable {
+            lane_done(id, lane, std::move(records));
+        });
+    };
+    // The lane's records up to the barrier are queued for its sink by now.
+    if (p.kind == Kind::Flush) lanes_[lane]->sink().flush_through(target, std::move(answered));
+    else lanes_[lane]->sink().finish(std::move(answered));
 }
 
 void DrainBarrier::lane_done(uint64_t id, size_t lane, Result<uint64_t> records) {
     auto it = pending_.find(id);
     if (it == pending_.end()) return;
     Pending& p = it->second;
-    // The reply counts the event ring's records; any lane's error wins.
+    if (p.kind == Kind::Close) {
+        const uint64_t waited = monotonic_ns() - p.start_ns;
+        log::info("shutdown: {} file closed after {:.1f} ms", lane == 0 ? "artifact" : "stacks", double(waited) / 1e6);
+        stats_.on_shutdown_file_closed(lane != 0, waited);
+    }
+    // The reply counts the event lane's records; any lane's error wins.
     if (!records.ok() || (lane == 0 && p.records.ok())) p.records = std::move(records);
     if (--p.lanes_left > 0) return;
-    stats_.on_drain(monotonic_ns() - p.start_ns);
+    if (p.kind == Kind::Flush) stats_.on_drain(monotonic_ns() - p.start_ns);
     auto done = std::move(p.done);
     auto result = std::move(p.records);
     pending_.erase(it);

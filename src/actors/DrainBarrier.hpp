@@ -1,7 +1,12 @@
 #pragma once
-// Owns: the outstanding drain barriers (one per request) and their timing.
+// Owns: the outstanding barriers (one per drain request, and the close) and their timing.
 // Accepts: request(done): done(records written) once every record produced before the request,
-// on every ring, is consumed, written and flushed.
+// on every lane, is consumed, written and flushed; close(read, done): the same barrier, then
+// every sink closes its file: read() once every lane is consumed through it, done(records
+// written, or the first error) once every file is closed.
+//
+// The one route to "everything written": drain requests, and the shutdown that a command's exit,
+// a signal or a client's request starts.
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
@@ -10,35 +15,34 @@
 
 namespace memtrack {
 
-class BatchSink;
-class RingConsumer;
-class RingView;
+class Lane;
 class Stats;
 
 class DrainBarrier {
 public:
-    // One ring, the consumer that reads it, and the sink that writes what it reads.
-    struct Lane {
-        RingView* ring;
-        RingConsumer* consumer;
-        BatchSink* sink;
-    };
-    // lanes[0] is the event ring: its record count is the reply's.
-    DrainBarrier(boost::asio::io_context& io, std::vector<Lane> lanes, Stats& stats);
+    // lanes[0] is the event lane: its record count is the reply's.
+    DrainBarrier(boost::asio::io_context& io, std::vector<Lane*> lanes, Stats& stats);
     void request(DrainDone done);
+    void close(Done read, DrainDone done);
 
 private:
+    enum class Kind { Flush, Close };
     // Touched only on strand_.
     struct Pending {
+        Kind kind;
         uint64_t start_ns;
-        size_t lanes_left;
+        size_t unread;      // lanes not yet consumed through the barrier
+        size_t lanes_left;  // lanes whose sink has not answered
         Result<uint64_t> records;
+        Done read;
         DrainDone done;
     };
+    void start(Kind kind, Done read, DrainDone done);
+    void lane_read(uint64_t id, size_t lane, uint64_t target);
     void lane_done(uint64_t id, size_t lane, Result<uint64_t> records);
 
     Strand strand_;
-    std::vector<Lane> lanes_;
+    std::vector<Lane*> lanes_;
     Stats& stats_;
     uint64_t next_id_ = 0;
     std::unordered_map<uint64_t, Pending> pending_;

@@ -4,6 +4,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "actors/BatchSink.hpp"
 #include "actors/Stats.hpp"
 #include "core/Clock.hpp"
 #include "core/Log.hpp"
@@ -39,9 +40,9 @@ void RingConsumer::on_queue_space() {
     });
 }
 
-void RingConsumer::drain(Done done) {
-    asio::post(strand_, [this, done = std::move(done)]() mutable {
-        drains_.emplace_back(ring_.producer_pos(), std::move(done));
+void RingConsumer::read_through(uint64_t pos, Done done) {
+    asio::post(strand_, [this, pos, done = std::move(done)]() mutable {
+        drains_.emplace_back(pos, std::move(done));
         complete_drains();
         on_kick();
     });
@@ -79,7 +80,7 @@ void RingConsumer::read_chunk() {
     }
     const uint64_t t0 = monotonic_ns();
     const uint64_t before = ring_.consumer_pos();
-    auto batch = pool_ ? pool_->take() : std::make_unique<RecordBatch>();
+    auto batch = pool_->take();
     if (opt_.records == Records::Events) batch->records.reserve(opt_.chunk_records);
     uint64_t bad_len = 0;
     if (opt_.records == Records::Events) {
@@ -112,7 +113,7 @@ void RingConsumer::read_chunk() {
         const uint64_t n = batch->records.size() + batch->stacks.size();
         if (before_queue_) before_queue_(*batch);
         out_.push(batch.release());
-        if (batch_ready_) batch_ready_();
+        sink_->notify();
         // The stats' records are the artifact's (records = written + unwritten); the stacks lane
         // has its own counters (stacks_*, symbolizer_*).
         if (opt_.records == Records::Events) stats_.on_chunk(n, after - before, monotonic_ns() - t0);

@@ -1,6 +1,6 @@
 #pragma once
 // Owns: the event ring's read position, its epoll wake-up, the producer side of the batch queue.
-// Accepts: start(), kick(), on_queue_space(), drain(done), stop().
+// Accepts: start(), kick(), on_queue_space(), read_through(pos, done), stop().
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -14,6 +14,7 @@
 
 namespace memtrack {
 
+class BatchSink;
 class Stats;
 
 class RingConsumer {
@@ -32,22 +33,26 @@ public:
 
     RingConsumer(boost::asio::io_context& io, RingView& ring, BatchQueue& out, Stats& stats, Options opt);
 
-    void set_batch_ready(Done notify) { batch_ready_ = std::move(notify); }
     void set_chunk_observer(ChunkObserver obs) { observer_ = std::move(obs); }
     void set_before_queue(BatchHook hook) { before_queue_ = std::move(hook); }
-    // Where the sink hands written batches back; without one every chunk allocates a batch.
-    void set_batch_pool(BatchPool* pool) { pool_ = pool; }
 
     void start();
     // Look at the ring now (a drain request, or a record that did not wake us).
     void kick();
     // The writer popped a batch: reading may go on if it had stopped for a full queue.
     void on_queue_space();
-    // Reads until the consumer passes the producer position of this moment, then calls done.
-    void drain(Done done);
+    // done() once the consumer position is at least `pos` (a producer position: DrainBarrier).
+    void read_through(uint64_t pos, Done done);
     void stop();
 
 private:
+    friend class Lane;
+    // Lane's wiring: `sink` is told of every batch queued; batches come from `pool`.
+    void connect(BatchSink& sink, BatchPool& pool) {
+        sink_ = &sink;
+        pool_ = &pool;
+    }
+
     // Everything below is touched only on strand_.
     void on_kick();
     void read_chunk();
@@ -61,7 +66,7 @@ private:
     BatchQueue& out_;
     Stats& stats_;
     Options opt_;
-    Done batch_ready_;
+    BatchSink* sink_ = nullptr;
     ChunkObserver observer_;
     BatchHook before_queue_;
     BatchPool* pool_ = nullptr;

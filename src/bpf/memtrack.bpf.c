@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * Kernel side of memtrack: allocator uprobes (attached as uprobe_multi links, one program for
- * every entry and one for every return, the function told apart by the BPF cookie), syscall
- * tracepoints for the memory-mapping calls, and process-life tracepoints that keep the tracked
+ * every entry and one for every return, the function told apart by the BPF cookie), probes on the
+ * C library's memory-mapping wrappers, and process-life tracepoints that keep the tracked
  * set equal to the command and all its descendants.
  */
 #include "vmlinux.h"
@@ -557,7 +557,7 @@ static __always_inline void mapping_entry(struct thread_state *st, struct pt_reg
 	/* Only munmap and mremap name a range that may hold a block freed just before. */
 	bool ranged = func == MT_FUNC_MUNMAP || func == MT_FUNC_MREMAP;
 	bool internal = func == MT_FUNC_BRK ? mt_brk_internal(&st->frames, sp)
-					    : mt_syscall_internal(&st->frames, sp, ranged ? a0 : 0, ranged ? a1 : 0);
+					    : mt_mapping_internal(&st->frames, sp, ranged ? a0 : 0, ranged ? a1 : 0);
 	if (func == MT_FUNC_DLOPEN || internal) {
 		st->map_sp = 0;
 		return;
@@ -665,7 +665,7 @@ int alloc_entry(struct pt_regs *ctx)
 		return 0;
 	__u32 func = MT_COOKIE_FUNC(cookie);
 	/* The stack pointer at the call's entry, pointing at its return address. */
-	__u64 sp = PT_REGS_SP(ctx) + MT_COOKIE_PUSHED(cookie);
+	__u64 sp = PT_REGS_SP(ctx);
 
 	if (func == MT_FUNC_LOADER) {
 		/*

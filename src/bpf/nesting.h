@@ -95,10 +95,10 @@ static inline bool mt_free_entry(struct mt_frames *f, bool is_delete, __u64 sp, 
 }
 
 /*
- * A mapping syscall (mmap, munmap, mremap, brk) runs with user stack pointer sp over
- * [start, start + len). True: it is the allocator's own work, not an event.
+ * A mapping call (the C library's mmap, munmap, mremap, brk) runs with user stack pointer sp
+ * over [start, start + len). True: it is the allocator's own work, not an event.
  */
-static inline bool mt_syscall_internal(const struct mt_frames *f, __u64 sp, __u64 start, __u64 len)
+static inline bool mt_mapping_internal(const struct mt_frames *f, __u64 sp, __u64 start, __u64 len)
 {
 	if (f->alloc_sp && sp < f->alloc_sp)
 		return true;

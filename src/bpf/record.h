@@ -63,9 +63,8 @@ static inline __u32 mt_record_kind(const struct mt_record *r) { return (r->size_
 static inline __u32 mt_record_flags(const struct mt_record *r) { return (r->size_kind >> 56) & 0xff; }
 
 /*
- * Which allocator function a uprobe sits on: the low byte of the BPF cookie. Bits 8-15 of the
- * cookie carry how many bytes the function has pushed at the probed instruction (a probe placed
- * past the entry, see ProbePlacement), so the entry stack pointer can be recovered.
+ * Which allocator function a uprobe sits on: the low byte of the BPF cookie. A probe placed past
+ * the entry (ProbePlacement) never sits after a push, so the stack pointer it sees is the entry's.
  */
 enum mt_func {
 	MT_FUNC_MALLOC = 1,
@@ -104,7 +103,7 @@ enum mt_func {
 };
 #define MT_FUNC_FIRST_MAPPING MT_FUNC_MMAP
 
-#define MT_COOKIE(func, pushed) ((__u64)(func) | ((__u64)(pushed) << 8))
+#define MT_COOKIE(func) ((__u64)(func))
 /* Set on the probes of a link filtered to one process: the kernel ran the program for it only. */
 #define MT_COOKIE_OWN_LINK (1ULL << 16)
 /*
@@ -135,7 +134,6 @@ enum mt_arg_reg {
 #define MT_R_DEBUG_STATE_OFFSET 24 /* struct r_debug: r_version, r_map, r_brk, then r_state */
 #define MT_RT_CONSISTENT 0
 #define MT_COOKIE_FUNC(c) ((__u32)((c)&0xff))
-#define MT_COOKIE_PUSHED(c) ((__u32)(((c) >> 8) & 0xff))
 
 /*
  * A distinct call stack, sent once on the stacks ring the first time its hash is seen; events

@@ -18,6 +18,7 @@
 
 #include "actors/Control.hpp"
 #include "actors/DrainBarrier.hpp"
+#include "actors/Lane.hpp"
 #include "actors/PressureControl.hpp"
 #include "actors/ProcessLinks.hpp"
 #include "actors/RingConsumer.hpp"
@@ -115,16 +116,6 @@ std::vector<std::string> likely_modules(const TrackOptions& o, const std::string
     return paths;
 }
 
-// One ring read by its own consumer into its own queue.
-struct Lane {
-    Lane(asio::io_context& io, RingView view, Stats& stats, RingConsumer::Options opt)
-        : ring(std::move(view)), consumer(io, ring, queue, stats, opt) {}
-    RingView ring;
-    BatchQueue queue;
-    BatchPool pool;  // written batches the sink hands back for the consumer to reuse
-    RingConsumer consumer;
-};
-
 // Everything that lives for one tracked run; the shutdown sequence walks it in order.
 class TrackRun {
 public:
@@ -135,35 +126,32 @@ public:
           hold_maps_(value_or_throw(HoldMaps::open(bpf.holds_map_fd(), bpf.held_map_fd(), bpf.hold_words(),
                                                    bpf.holds_outstanding()))),
           holds_(io_, hold_maps_, hold_signals_, stats_, [&bpf](uint32_t i) { return bpf.counter(i); }),
-          events_(io, value_or_throw(RingView::map(bpf.events_ring_fd())), stats_, consumer_options(RingConsumer::Records::Events)),
-          writer_(io_, events_.queue, std::move(artifact), stats_),
+          events_(io, value_or_throw(RingView::map(bpf.events_ring_fd())), stats_, consumer_options(RingConsumer::Records::Events),
+                  std::move(artifact), stats_),
           pressure_(io_, holds_, WatermarkPolicy{opt.stop_fill, opt.resume_fill}),
           exit_watch_(io_, ::dup(child.pidfd())), guard_(guard), guard_watch_(io_, ::dup(guard.pidfd())),
           signals_(io_, SIGINT, SIGTERM, SIGHUP) {
-        connect(events_, writer_);
-        pressure_.watch(&events_.ring);
-        std::vector<DrainBarrier::Lane> lanes{{&events_.ring, &events_.consumer, &writer_}};
+        watch_pressure(events_);
+        std::vector<Lane*> lanes{&events_};
         if (stacks_file) {
             stacks_.emplace(io, value_or_throw(RingView::map(bpf.stacks_ring_fd())), stats_,
-                            consumer_options(RingConsumer::Records::Stacks));
-            symbolizer_.emplace(io_, stacks_->queue, std::move(*stacks_file), stats_, &holds_, std::move(resolver),
-                                std::chrono::microseconds(opt.symbolize_delay_us));
-            connect(*stacks_, *symbolizer_);
-            stacks_->consumer.set_before_queue([this](RecordBatch& b) { symbolizer_->read_new_maps(b); });
-            pressure_.watch(&stacks_->ring);
-            lanes.push_back({&stacks_->ring, &stacks_->consumer, &*symbolizer_});
+                            consumer_options(RingConsumer::Records::Stacks), std::move(*stacks_file), stats_, &holds_,
+                            std::move(resolver), std::chrono::microseconds(opt.symbolize_delay_us));
+            stacks_->consumer().set_before_queue([this](RecordBatch& b) { stacks_->sink().read_new_maps(b); });
+            watch_pressure(*stacks_);
+            lanes.push_back(&*stacks_);
         }
         drains_.emplace(io_, std::move(lanes), stats_);
         if (stacks_file && bpf_.unwind_rows_capacity()) unwind_ = value_or_throw(UnwindTables::open(bpf_));
         links_.emplace(io_, bpf_, holds_, stats_, unwind_.get());
         if (auto r = links_->attach_now(child.pid()); !r) throw FatalError("BPF attach failed: " + r.error().message());
-        writer_.add_root_process(child.pid(), monotonic_ns());
+        events_.sink().add_root_process(child.pid(), monotonic_ns());
         if (control_) control_->set_handlers(control_handlers());
     }
 
     // Runs until the command exits, a signal arrives or a client asks for shutdown.
     int run() {
-        for_each_lane([](Lane& l) { l.consumer.start(); });
+        for_each_lane([](Lane& l) { l.consumer().start(); });
         pressure_.start();
         links_->start();
         if (control_) control_->start();
@@ -222,13 +210,9 @@ private:
                 std::chrono::milliseconds(10)};
     }
 
-    void connect(Lane& lane, BatchSink& sink) {
-        lane.consumer.set_batch_ready([&sink] { sink.notify(); });
-        sink.set_queue_space([&lane] { lane.consumer.on_queue_space(); });
-        lane.consumer.set_batch_pool(&lane.pool);
-        sink.set_batch_pool(&lane.pool);
-        lane.consumer.set_chunk_observer(
-            [this](uint64_t, double fill) { pressure_.on_chunk(fill); });
+    void watch_pressure(Lane& lane) {
+        pressure_.watch(&lane.ring());
+        lane.consumer().set_chunk_observer([this](uint64_t, double fill) { pressure_.on_chunk(fill); });
     }
 
     template <typename Fn>
@@ -270,7 +254,7 @@ private:
             } catch (const FatalError& e) {
                 return reply(Error{"attach", std::to_string(pid), 0, e.what()});
             }
-            writer_.add_root_process(pid, monotonic_ns());
+            events_.sink().add_root_process(pid, monotonic_ns());
             links_->attach(pid, [pid, reply = std::move(reply)](Result<void> r) {
                 if (!r) reply(r.error());
                 else reply(boost::json::object{{"pid", pid}});
@@ -317,18 +301,6 @@ private:
         bpf_.set_recording(false);
         const uint64_t t0 = monotonic_ns();
         log::info("shutdown: {} at {:.1f} ms after release", reason_name(why), double(t0 - released_ns_) / 1e6);
-        // Each lane reads to its producer position of now, then its sink closes its file.
-        auto lanes_left = std::make_shared<std::atomic<int>>(stacks_ ? 2 : 1);
-        auto all_done = [this, lanes_left, reply = std::move(reply)]() mutable {
-            if (lanes_left->fetch_sub(1) != 1) return;
-            pressure_.resume_all([this, reply = std::move(reply)]() mutable {
-                if (reply) {
-                    if (auto e = write_error()) reply(Error{"shutdown", {}, 0, "artifact incomplete: " + e->message()});
-                    else reply(boost::json::object{{"records", stats_.records_written()}});
-                }
-                stop_all();
-            });
-        };
         // When the command has exited, once every ring is read to its position of now the probes
         // have nothing left to give: detach them while the sinks finish. Closing the links is
         // mostly waiting for RCU grace periods (50-90 ms), which then overlaps the symbolizer's
@@ -336,23 +308,20 @@ private:
         // command still runs, and freed of its traps it could finish before finish() passes
         // the signal on.
         const bool detach_early = why == Reason::CommandExited;
-        auto drains_left = std::make_shared<std::atomic<int>>(stacks_ ? 2 : 1);
-        auto finish_lane = [this, all_done, t0, drains_left, detach_early](Lane& lane, BatchSink& sink,
-                                                                         const char* name) mutable {
-            lane.consumer.drain([this, &sink, all_done, t0, name, drains_left, detach_early]() mutable {
-                if (drains_left->fetch_sub(1) == 1 && detach_early) start_detach();
-                const bool stacks = &sink != &writer_;
-                sink.finish([this, all_done, t0, name, stacks](Result<uint64_t> written) mutable {
-                    const uint64_t waited = monotonic_ns() - t0;
-                    log::info("shutdown: {} file closed after {:.1f} ms", name, double(waited) / 1e6);
-                    stats_.on_shutdown_file_closed(stacks, waited);
-                    if (!written) record_write_error(written.error());
-                    all_done();
+        drains_->close(
+            [this, detach_early] {
+                if (detach_early) start_detach();
+            },
+            [this, reply = std::move(reply)](Result<uint64_t> written) mutable {
+                if (!written) record_write_error(written.error());
+                pressure_.resume_all([this, reply = std::move(reply)]() mutable {
+                    if (reply) {
+                        if (auto e = write_error()) reply(Error{"shutdown", {}, 0, "artifact incomplete: " + e->message()});
+                        else reply(boost::json::object{{"records", stats_.records_written()}});
+                    }
+                    stop_all();
                 });
             });
-        };
-        finish_lane(events_, writer_, "artifact");
-        if (stacks_) finish_lane(*stacks_, *symbolizer_, "stacks");
     }
 
     // The guard ends every pause should memtrack die; without it, a pause would outlive a
@@ -383,7 +352,7 @@ private:
     }
 
     void stop_all() {
-        for_each_lane([](Lane& l) { l.consumer.stop(); });
+        for_each_lane([](Lane& l) { l.consumer().stop(); });
         pressure_.stop();
         links_->stop();
         asio::post(io_, [this] {
@@ -467,10 +436,8 @@ private:
     HoldMaps hold_maps_;
     PidfdSignals hold_signals_;
     ProcessHolds holds_;  // before every actor that ends a pause
-    Lane events_;
-    Writer writer_;
-    std::optional<Lane> stacks_;
-    std::optional<Symbolizer> symbolizer_;
+    SinkLane<Writer> events_;
+    std::optional<SinkLane<Symbolizer>> stacks_;
     PressureControl pressure_;
     std::optional<DrainBarrier> drains_;
     std::unique_ptr<UnwindTables> unwind_;  // with stacks walked by CFI

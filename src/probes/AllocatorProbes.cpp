@@ -39,7 +39,7 @@ Result<ObjectProbes> resolve_object_probes(const std::string& path, bool place) 
         ++out.functions;
         if (!seen.insert(sym->file_offset).second) continue;
         // The entry and return probes share one placement, hence one trap per call. Placement
-        // never skips a push, so the entry stack pointer needs no correction (cookie: 0 pushed).
+        // never skips a push, so the entry stack pointer needs no correction.
         Placement where = entry_placement(fn.first_arg, "entry: placement off");
         if (place) {
             auto code = elf->code(*sym, 4096);
@@ -47,7 +47,7 @@ Result<ObjectProbes> resolve_object_probes(const std::string& path, bool place) 
                          : entry_placement(fn.first_arg, "entry: " + code.error().message());
         }
         const uint64_t offset = sym->file_offset + where.offset;
-        uint64_t cookie = MT_COOKIE(fn.func, 0);
+        uint64_t cookie = MT_COOKIE(fn.func);
         for (unsigned a = 0; a < kProbeArgs; ++a) cookie |= MT_COOKIE_WITH_ARG(a, where.args[a]);
         // The loader's hook reads its r_debug's state (where the hook is called from is no
         // argument): its distance from the probed instruction rides in the cookie.

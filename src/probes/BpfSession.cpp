@@ -13,7 +13,6 @@
 #include <cstdarg>
 #include <fstream>
 #include <mutex>
-#include <thread>
 
 #include "core/Log.hpp"
 #include "core/Result.hpp"
@@ -94,7 +93,7 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
     // The configuration was checked with the other options, before anything was created
     // (check_options in TrackCommand.cpp).
     std::unique_ptr<BpfSession> s(new BpfSession(cfg));
-    s->skel_ = memtrack_bpf__open();
+    s->skel_.reset(memtrack_bpf__open());
     if (!s->skel_) fail("open", errno);
 
     if (bpf_map__set_max_entries(s->skel_->maps.events, uint32_t(cfg.ring_bytes)) != 0)
@@ -128,7 +127,7 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
 
     bpf_program__set_autoattach(s->skel_->progs.find_pidns, false);
 
-    if (int err = memtrack_bpf__load(s->skel_); err != 0) fail("load", err);
+    if (int err = memtrack_bpf__load(s->skel_.get()); err != 0) fail("load", err);
     // Before anything is attached: from here on BPF speaks in pids of memtrack's namespace.
     LIBBPF_OPTS(bpf_test_run_opts, run);
     if (int err = bpf_prog_test_run_opts(bpf_program__fd(s->skel_->progs.find_pidns), &run); err != 0)
@@ -137,22 +136,18 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
     return s;
 }
 
-BpfSession::~BpfSession() {
-    detach();
-    if (skel_) memtrack_bpf__destroy(skel_);
-}
+void BpfSession::SkeletonDeleter::operator()(memtrack_bpf* skel) const { memtrack_bpf__destroy(skel); }
+
+BpfSession::~BpfSession() { detach(); }
 
 void BpfSession::detach() {
     std::lock_guard lock(shared_mu_);
-    // Closing a link waits for an RCU grace period in the kernel (40-110 ms each here); closed
-    // one after another they took 0.6-0.7 s. Closed from one thread each, the waits overlap.
-    std::vector<std::thread> closers;
-    closers.reserve(uprobe_links_.size() + tracepoint_links_.size());
-    for (auto& l : uprobe_links_) closers.emplace_back([link = std::move(l)]() mutable { (void)link; });
-    for (bpf_link* l : tracepoint_links_) closers.emplace_back([l] { bpf_link__destroy(l); });
-    for (auto& t : closers) t.join();
+    // Each close waits for an RCU grace period in the kernel; the closer's threads overlap them.
+    closer_.close(std::move(uprobe_links_));
+    closer_.close(std::move(tracepoint_links_));
     uprobe_links_.clear();
     tracepoint_links_.clear();
+    closer_.wait_idle();
 }
 
 void BpfSession::attach_tracepoints() {
@@ -160,7 +155,10 @@ void BpfSession::attach_tracepoints() {
     for (bpf_program* p : progs) {
         bpf_link* l = bpf_program__attach(p);
         if (!l) fail(fmt::format("attach {}", bpf_program__name(p)), errno);
-        tracepoint_links_.push_back(l);
+        // A tp_btf link is its fd: taken over, and libbpf's handle freed without closing it.
+        tracepoint_links_.emplace_back(bpf_link__fd(l));
+        bpf_link__disconnect(l);
+        bpf_link__destroy(l);
     }
 }
 

@@ -13,12 +13,13 @@
 #include <vector>
 
 #include "core/Result.hpp"
+#include "core/Fd.hpp"
 #include "probes/AllocatorProbes.hpp"
+#include "probes/LinkCloser.hpp"
 #include "probes/MappedObjects.hpp"
 #include "probes/UprobeMultiLink.hpp"
 
 struct memtrack_bpf;
-struct bpf_link;
 
 namespace memtrack {
 
@@ -95,15 +96,18 @@ public:
     uint64_t max_fill_bytes(int ring) const;
     uint64_t stop_bytes() const;  // the events ring's stop mark
     uint64_t counter(uint32_t index) const;  // summed over CPUs
-    const BpfConfig& config() const { return cfg_; }
     // Detaches every probe now (each link's fd closed); maps stay readable.
     void detach();
 
 private:
     explicit BpfSession(const BpfConfig& cfg) : cfg_(cfg) {}
+    struct SkeletonDeleter {
+        void operator()(memtrack_bpf* skel) const;
+    };
     BpfConfig cfg_;
-    memtrack_bpf* skel_ = nullptr;
-    std::vector<bpf_link*> tracepoint_links_;
+    std::unique_ptr<memtrack_bpf, SkeletonDeleter> skel_;
+    std::vector<Fd> tracepoint_links_;  // each tracepoint link's fd (LinkCloser closes them)
+    LinkCloser closer_;                 // detach()'s
     std::mutex shared_mu_;  // guards uprobe_links_ and shared_objects_ (attach_shared, detach)
     std::vector<UprobeMultiLink> uprobe_links_;
     std::set<std::pair<uint64_t, uint64_t>> shared_objects_;  // (dev, ino) with shared links

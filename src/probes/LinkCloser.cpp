@@ -7,8 +7,15 @@
 namespace memtrack {
 
 void LinkCloser::close(std::vector<UprobeMultiLink> links) {
+    std::vector<Fd> fds;
+    fds.reserve(links.size());
+    for (UprobeMultiLink& l : links) fds.push_back(std::move(l).take_fd());
+    close(std::move(fds));
+}
+
+void LinkCloser::close(std::vector<Fd> link_fds) {
     std::lock_guard lock(mu_);
-    std::move(links.begin(), links.end(), std::back_inserter(queued_));
+    std::move(link_fds.begin(), link_fds.end(), std::back_inserter(queued_));
     // Threads already running take links too: more than needed only exit at once.
     const size_t start = std::min(queued_.size(), kMaxThreads - std::min(running_, kMaxThreads));
     for (size_t i = 0; i < start; ++i, ++running_) std::thread([this] { work(); }).detach();
@@ -22,10 +29,10 @@ void LinkCloser::wait_idle() {
 void LinkCloser::work() {
     std::unique_lock lock(mu_);
     while (!queued_.empty()) {
-        UprobeMultiLink link = std::move(queued_.back());
+        Fd link = std::move(queued_.back());
         queued_.pop_back();
         lock.unlock();
-        { UprobeMultiLink closing = std::move(link); }  // the close blocks here, unlocked
+        link.reset();  // the close blocks here, unlocked
         lock.lock();
     }
     if (--running_ == 0) idle_.notify_all();

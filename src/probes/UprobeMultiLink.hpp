@@ -25,6 +25,8 @@ public:
     // prog_fd must have been loaded with expected_attach_type BPF_TRACE_UPROBE_MULTI.
     static Result<UprobeMultiLink> attach(int prog_fd, const UprobeMultiSpec& spec);
     int fd() const { return fd_.get(); }
+    // The link's fd, whose close detaches it (LinkCloser).
+    Fd take_fd() && { return std::move(fd_); }
 
 private:
     explicit UprobeMultiLink(Fd fd) : fd_(std::move(fd)) {}

@@ -13,10 +13,19 @@ namespace memtrack {
 class RingView {
 public:
     static Result<RingView> map(int map_fd);
+    // Takes over mappings laid out as map() makes them: `consumer` one page, `producer` one page
+    // followed by the data area (`capacity` bytes, a power of two) mapped twice back to back;
+    // `fd` wakes a reader (epoll) and stays the caller's. map() ends here, and unit tests drive
+    // RingConsumer through it with a ring in ordinary memory (tests/unit/MemoryRing.hpp).
+    static RingView adopt(int fd, void* consumer, void* producer, uint64_t capacity);
     RingView(RingView&&) noexcept;
     RingView& operator=(RingView&&) = delete;
     RingView(const RingView&) = delete;
     ~RingView();
+
+    // Before every record: its length word (busy and discard bits on top) and 4 bytes of page
+    // offset the kernel keeps; records are 8-byte aligned.
+    static constexpr uint32_t kHeaderBytes = 8;
 
     int fd() const { return fd_; }
     uint64_t capacity() const { return mask_ + 1; }
@@ -38,7 +47,6 @@ private:
     RingView() = default;
     static constexpr uint32_t kBusyBit = 1u << 31;
     static constexpr uint32_t kDiscardBit = 1u << 30;
-    static constexpr uint32_t kHeaderBytes = 8;
 
     int fd_ = -1;
     uint64_t mask_ = 0;

@@ -75,15 +75,15 @@ TEST_CASE("free(NULL) is nothing") {
 
 TEST_CASE("syscalls inside allocator calls are internal, others are events") {
     mt_frames f{};
-    CHECK_FALSE(mt_syscall_internal(&f, kTop - 100, 0, 0));  // user mmap
+    CHECK_FALSE(mt_mapping_internal(&f, kTop - 100, 0, 0));  // user mmap
     mt_alloc_entry(&f, kTop, false);
-    CHECK(mt_syscall_internal(&f, kTop - 100, 0, 0));  // malloc's own mmap or brk
+    CHECK(mt_mapping_internal(&f, kTop - 100, 0, 0));  // malloc's own mmap or brk
     mt_alloc_return(&f, kTop + 8);
     CHECK(mt_free_entry(&f, false, kTop, 0x7f0000010010));
-    CHECK(mt_syscall_internal(&f, kTop - 64, 0x7f0000010000, 0x21000));   // free unmapping the block
-    CHECK_FALSE(mt_syscall_internal(&f, kTop - 64, 0x7f0000100000, 0x1000));  // another range
+    CHECK(mt_mapping_internal(&f, kTop - 64, 0x7f0000010000, 0x21000));   // free unmapping the block
+    CHECK_FALSE(mt_mapping_internal(&f, kTop - 64, 0x7f0000100000, 0x1000));  // another range
     mt_mapping_created(&f);
-    CHECK_FALSE(mt_syscall_internal(&f, kTop - 64, 0x7f0000010000, 0x21000));
+    CHECK_FALSE(mt_mapping_internal(&f, kTop - 64, 0x7f0000010000, 0x21000));
 }
 
 TEST_CASE("a free tail-calling another free of the same block records one Free") {

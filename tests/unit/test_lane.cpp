@@ -1,0 +1,160 @@
+// The event lane without BPF: a RingConsumer reading a ring in ordinary memory (MemoryRing) into
+// a Writer, wired by SinkLane, drained and closed by DrainBarrier. What root tests can only see
+// from outside (a drain's reply, a full queue that must not stall, the shutdown's order) is
+// driven here step by step.
+#include <doctest/doctest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <string>
+#include <vector>
+
+#include "MemoryRing.hpp"
+#include "TestFiles.hpp"
+#include "actors/DrainBarrier.hpp"
+#include "actors/Lane.hpp"
+#include "actors/Stats.hpp"
+#include "actors/Writer.hpp"
+#include "format/ArtifactReader.hpp"
+#include "format/ZstdFileWriter.hpp"
+
+using namespace memtrack;
+using memtrack::unittest::MemoryRing;
+using memtrack::unittest::TempDir;
+
+namespace {
+
+constexpr uint64_t kRingBytes = 1 << 16;
+
+// Runs what is ready now. An io_context that ran out of work stops, and polls nothing more
+// until restarted: the sink's, with no timer of its own, does between the test's turns.
+size_t poll(boost::asio::io_context& io) {
+    io.restart();
+    return io.poll();
+}
+
+RingConsumer::Options events_options(size_t chunk_records) {
+    return {RingConsumer::Records::Events, chunk_records, std::chrono::microseconds(0), std::chrono::milliseconds(10)};
+}
+
+ZstdFileWriter artifact_at(const std::string& path) {
+    auto f = ZstdFileWriter::create(path);
+    REQUIRE(f);
+    return std::move(f).value();
+}
+
+// Every event of the artifact must be MemoryRing::event(0 .. n-1), in order.
+void check_artifact(const std::string& path, uint64_t n) {
+    uint64_t seen = 0, wrong = 0;
+    auto read = read_artifact(path, [&](const Event& e) {
+        const mt_record want = MemoryRing::event(seen++);
+        if (e.addr != want.addr || e.size != mt_record_size(&want) || e.kind != EventKind::Malloc) ++wrong;
+    });
+    REQUIRE(read);
+    CHECK(seen == n);
+    CHECK(wrong == 0);
+}
+
+}  // namespace
+
+TEST_CASE("DrainBarrier: a drain answers with every record written before it, then close finishes the file") {
+    TempDir dir;
+    const std::string path = dir.file("events.MemtrackArtifact.msgpack");
+    MemoryRing ring(kRingBytes);
+    boost::asio::io_context io;
+    Stats stats;
+    SinkLane<Writer> lane(io, ring.view(), stats, events_options(16), artifact_at(path), stats);
+    DrainBarrier barrier(io, {&lane}, stats);
+
+    for (uint64_t i = 0; i < 100; ++i) REQUIRE(ring.write_event(i));
+    lane.consumer().start();
+    std::vector<std::string> order;
+    barrier.request([&](Result<uint64_t> r) {
+        REQUIRE(r);
+        CHECK(r.value() == 100);
+        order.push_back("drained");
+        // Written after the drain: the close's barrier is later, so they are in the file too.
+        for (uint64_t i = 100; i < 130; ++i) REQUIRE(ring.write_event(i));
+        barrier.close([&] { order.push_back("read"); },
+                      [&](Result<uint64_t> closed) {
+                          REQUIRE(closed);
+                          CHECK(closed.value() == 130);
+                          order.push_back("closed");
+                          lane.consumer().stop();
+                      });
+    });
+    io.run();  // ends once the consumer stopped: nothing else keeps it busy
+
+    CHECK(order == std::vector<std::string>{"drained", "read", "closed"});
+    CHECK(ring.consumer_pos() == ring.producer_pos());
+    CHECK(stats.records_written() == 130);
+    check_artifact(path, 130);
+}
+
+TEST_CASE("RingConsumer: a full batch queue stops the reading, and the sink's progress resumes it") {
+    TempDir dir;
+    const std::string path = dir.file("events.MemtrackArtifact.msgpack");
+    MemoryRing ring(kRingBytes);
+    boost::asio::io_context consumer_io, sink_io;
+    Stats stats;
+    // A batch per record, and the sink on an io_context of its own that runs only when told.
+    SinkLane<Writer> lane(consumer_io, sink_io, ring.view(), stats, events_options(1), artifact_at(path), stats);
+    DrainBarrier barrier(consumer_io, {&lane}, stats);
+
+    constexpr uint64_t kEvents = 200;
+    for (uint64_t i = 0; i < kEvents; ++i) REQUIRE(ring.write_event(i));
+    lane.consumer().start();
+    while (poll(consumer_io) > 0) {
+    }
+    // The queue holds kBatchQueueDepth batches: the consumer stopped there, the ring keeps the rest.
+    CHECK(ring.consumer_pos() == kBatchQueueDepth * MemoryRing::kEventBytes);
+
+    // Only the sink's pops (and the queue space they report) let the consumer go on.
+    for (int turn = 0; turn < 10000 && ring.consumer_pos() < ring.producer_pos(); ++turn) {
+        poll(sink_io);
+        poll(consumer_io);
+    }
+    CHECK(ring.consumer_pos() == ring.producer_pos());
+
+    bool closed = false;
+    barrier.close(nullptr, [&](Result<uint64_t> r) {
+        REQUIRE(r);
+        CHECK(r.value() == kEvents);
+        closed = true;
+        lane.consumer().stop();
+    });
+    for (int turn = 0; turn < 10000 && !closed; ++turn) {
+        poll(consumer_io);
+        poll(sink_io);
+    }
+    REQUIRE(closed);
+    check_artifact(path, kEvents);
+}
+
+TEST_CASE("DrainBarrier: a drain asked for just before the close is answered, with the records before it") {
+    TempDir dir;
+    const std::string path = dir.file("events.MemtrackArtifact.msgpack");
+    MemoryRing ring(kRingBytes);
+    boost::asio::io_context io;
+    Stats stats;
+    SinkLane<Writer> lane(io, ring.view(), stats, events_options(1024), artifact_at(path), stats);
+    DrainBarrier barrier(io, {&lane}, stats);
+
+    for (uint64_t i = 0; i < 50; ++i) REQUIRE(ring.write_event(i));
+    lane.consumer().start();
+    std::optional<uint64_t> drained, closed;
+    barrier.request([&](Result<uint64_t> r) {
+        REQUIRE(r);
+        drained = r.value();
+    });
+    barrier.close(nullptr, [&](Result<uint64_t> r) {
+        REQUIRE(r);
+        closed = r.value();
+        lane.consumer().stop();
+    });
+    io.run();
+    REQUIRE(drained);
+    REQUIRE(closed);
+    CHECK(*drained == 50);
+    CHECK(*closed == 50);
+    check_artifact(path, 50);
+}
