@@ -68,7 +68,7 @@ export LC_ALL=C
 export MEMTRACK_NO_SUMMARY=1
 SCRIPT_T0=$EPOCHREALTIME
 
-# shellcheck source=bench/lib.sh
+# shellcheck source-path=SCRIPTDIR source=bench/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/bench/lib.sh"
 parse_args "$@"
 [[ $EUID -eq 0 ]] || die "needs root (memtrack, bpftrace and the trap floor load BPF programs)"

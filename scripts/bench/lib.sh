@@ -26,16 +26,17 @@ REPS=3
 SCALE=1
 ISOLATE=1
 KEEP=0
+is_section() { local s; for s in "${SECTIONS[@]}"; do [[ "$s" == "$1" ]] && return 0; done; return 1; }
 parse_args() { # the command line -> SECTION, REPS, SCALE, ISOLATE, KEEP (exits 2 on a bad option)
     local s
     while (($#)); do
         case "$1" in
-        --overhead | --pressure | --drain | --stacks | --symbols | --consumer | --others | --report | --allocators | --cfi) SECTION[${1#--}]=1 ;;
         --reps) REPS="${2:?--reps needs a number}"; shift ;;
         --scale) SCALE="${2:?--scale needs a factor}"; shift ;;
         --system-libc) ISOLATE=0 ;;
         --keep) KEEP=1 ;;
         -h | --help) usage; exit 0 ;;
+        --*) is_section "${1#--}" || { usage >&2; exit 2; }; SECTION[${1#--}]=1 ;;
         *) usage >&2; exit 2 ;;
         esac
         shift
