@@ -1,0 +1,301 @@
+# shellcheck shell=bash disable=SC2034  # BENCH_DIR, the sizes and TOOL_LABEL are read by the sections
+# What every section of scripts/bench.sh shares: options, workload sizes, the build under the lock,
+# the peers, the work folder and private libraries, the trap floor's probe lists, the timed runs,
+# the numbers (median, percentile, calc, fmt) and the markdown around the sections.
+# Sourced by scripts/bench.sh only; it runs nothing by itself. Each section is
+# scripts/bench/SECTION.sh, sourced in SECTIONS' order with these globals and functions in scope.
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)"
+BENCH_DIR="$ROOT/scripts/bench"
+BUILD="$ROOT/build"
+MEMTRACK="$BUILD/memtrack"
+BIN="$BUILD/bench"
+# The order the sections run in (and print in).
+SECTIONS=(overhead others pressure drain stacks symbols cfi consumer report allocators)
+
+# The help is scripts/bench.sh's header comment.
+usage() { sed -n '2,/^set -euo/p' "$ROOT/scripts/bench.sh" | sed -e '$d' -e 's/^# \{0,1\}//'; }
+die() {
+    echo "bench: error: $*" >&2
+    exit 1
+}
+
+# ---- arguments ----
+declare -A SECTION=()
+REPS=3
+SCALE=1
+ISOLATE=1
+KEEP=0
+is_section() { local s; for s in "${SECTIONS[@]}"; do [[ "$s" == "$1" ]] && return 0; done; return 1; }
+parse_args() { # the command line -> SECTION, REPS, SCALE, ISOLATE, KEEP (exits 2 on a bad option)
+    local s
+    while (($#)); do
+        case "$1" in
+        --reps) REPS="${2:?--reps needs a number}"; shift ;;
+        --scale) SCALE="${2:?--scale needs a factor}"; shift ;;
+        --system-libc) ISOLATE=0 ;;
+        --keep) KEEP=1 ;;
+        -h | --help) usage; exit 0 ;;
+        --*) is_section "${1#--}" || { usage >&2; exit 2; }; SECTION[${1#--}]=1 ;;
+        *) usage >&2; exit 2 ;;
+        esac
+        shift
+    done
+    [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "--reps must be a positive integer"
+    [[ "$SCALE" =~ ^[0-9]*\.?[0-9]+$ ]] || die "--scale must be a positive number"
+    if ((${#SECTION[@]} == 0)); then
+        for s in "${SECTIONS[@]}"; do SECTION[$s]=1; done
+    fi
+}
+on() { [[ -n "${SECTION[$1]:-}" ]]; }
+
+# Workload sizes at --scale 1: each tracked run takes about 1-3 s on a 2-core VM.
+scaled() { awk -v n="$1" -v f="$SCALE" 'BEGIN { v = int(n * f); print (v < 2 ? 2 : v) }'; }
+workload_sizes() {
+    FLOOD_N=$(scaled 200000)        # flood 1 FLOOD_N: malloc+free pairs in one writer
+    CHURN_C_N=$(scaled 150000)      # churn_c: allocation calls
+    CHURN_CXX_N=$(scaled 4000)      # churn_cxx: rounds of about 27 operator new/delete pairs
+    PRESSURE_N=$(scaled 50000)      # flood 2 PRESSURE_N under a 64 KiB ring and a slowed consumer
+    DEFAULT_N=$(scaled 100000)      # flood 2 DEFAULT_N at default settings
+    DRAIN_N=$(scaled 200000)        # flood 2 DRAIN_N while drains are timed
+    STORM_N=$(scaled 400000)        # the seed's storms: 8 threads x STORM_N, 16 processes x STORM_N
+    CALLSITES_N=$(scaled 100000)    # callsites: malloc+free pairs
+    CONSUMER_RECORDS=$(scaled 20000000)  # records through consumer_throughput
+    FORKS_N=$(scaled 200)           # a tracked shell starting /bin/true FORKS_N times
+    REPORT_EVENTS=$(scaled 50000000)  # events in the recording memtrack report reads
+    ALLOC_N=$(scaled 200000)        # --allocators: flood 1 ALLOC_N per allocator
+    NEWCODE_N=$(scaled 200)         # --allocators: dlopen+dlclose rounds, and execs of /bin/true
+    SYSCALLS_N=$(scaled 500000)     # dd bs=1 count=SYSCALLS_N beside memtrack: 2 syscalls each
+    SYMBOL_ADDRS=$(scaled 100000)   # symbol_throughput: distinct addresses per pass and file
+    NODE_N=$(scaled 1000000)        # the node script's objects (issue 16's command at --scale 1)
+    NODE_JS="const a=[]; for(let i=0;i<$NODE_N;i++) a.push({id:i, name:\"n\"+i, v:[i]})"
+}
+
+# ---- build and peers, under the build lock ----
+# The lock is held for the whole run (as scripts/flood.sh does): no build or test of the machine
+# that takes it overlaps the measurements, and nobody relinks memtrack under them.
+# MEMTRACK_BUILD_LOCK names it; empty: no lock.
+lock_and_build() { # -> LOCK_WAIT_S, BUILD_S; fd 9 holds the lock until the script exits
+    local lock="${MEMTRACK_BUILD_LOCK-/tmp/memtrack-build.lock}" lock_t0=$EPOCHREALTIME build_t0 b
+    if [[ -n "$lock" ]]; then
+        echo "bench: waiting for the build lock $lock" >&2
+        exec 9>"$lock"
+        flock 9
+    fi
+    LOCK_WAIT_S=$(awk -v a="$lock_t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+    echo "bench: building (scripts/build.sh)" >&2
+    build_t0=$EPOCHREALTIME
+    "$ROOT/scripts/build.sh"
+    BUILD_S=$(awk -v a="$build_t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+    for b in "$MEMTRACK" "$BIN/flood" "$BIN/churn_c" "$BIN/churn_nofp" "$BIN/churn_cxx" "$BIN/callsites" "$BIN/trap_floor" "$BIN/consumer_throughput" \
+        "$BIN/report_artifact" "$BIN/artifact_read" "$BIN/symbol_throughput" "$BIN/cfi_tables"; do
+        [[ -x "$b" ]] || die "$b was not built"
+    done
+}
+
+install_peers() { # apt-installs the tools the sections run that are missing
+    local -A pkg_of=([heaptrack]=heaptrack [valgrind]=valgrind [bpftrace]=bpftrace [jq]=jq [/usr/bin/time]=time)
+    local -a missing=()
+    local cmd
+    if on symbols; then pkg_of[node]=nodejs; fi
+    if on report; then pkg_of[zstd]=zstd; fi
+    for cmd in "${!pkg_of[@]}"; do command -v "$cmd" >/dev/null || missing+=("${pkg_of[$cmd]}"); done
+    if ((${#missing[@]})); then
+        echo "bench: installing ${missing[*]}" >&2
+        apt-get update -q >/dev/null 2>&1 || true
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=300 "${missing[@]}" >/dev/null ||
+            die "apt-get install ${missing[*]} failed"
+    fi
+}
+
+# ---- work folder, private libraries ----
+cleanup() {
+    if ((KEEP)); then echo "bench: work folder kept: $WORK" >&2; else rm -rf "$WORK"; fi
+}
+make_work() { # -> WORK (removed at exit unless --keep), with out/ t/ stats/ log/
+    WORK="$(mktemp -d "${TMPDIR:-/tmp}/memtrack-bench.XXXXXX")"
+    trap cleanup EXIT
+    mkdir -p "$WORK/out" "$WORK/t" "$WORK/stats" "$WORK/log"
+}
+# Every timed run leaves its output folder empty for the next.
+clear_out() { rm -rf "$WORK/out" && mkdir -p "$WORK/out"; }
+
+lib_path() { ldd "$1" | awk -v n="$2" '$1 == n { print $3 }'; }
+private_libraries() { # -> LIBC, LIBSTDCXX; with ISOLATE, copies of them first in LD_LIBRARY_PATH
+    local lib
+    if ((ISOLATE)); then
+        mkdir -p "$WORK/lib"
+        for lib in libc.so.6 libm.so.6 libgcc_s.so.1; do cp "$(lib_path "$MEMTRACK" "$lib")" "$WORK/lib/"; done
+        cp "$(lib_path "$BIN/churn_cxx" libstdc++.so.6)" "$WORK/lib/"
+        export LD_LIBRARY_PATH="$WORK/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    fi
+    LIBC="$(lib_path "$MEMTRACK" libc.so.6)"
+    LIBSTDCXX="$(lib_path "$BIN/churn_cxx" libstdc++.so.6)"
+    [[ -n "$LIBC" && -n "$LIBSTDCXX" ]] || die "cannot find libc.so.6 and libstdc++.so.6"
+}
+
+foreign_uprobe_links() {
+    bpftool link list -j 2>/dev/null | jq '[.[] | select(.type == 12 or .type == "uprobe_multi")] | length' 2>/dev/null || echo "?"
+}
+
+# ---- the trap floor's probe lists, from memtrack's own placement log ----
+# "memtrack: probe free+0x3 at 0x98ef3 in /lib/.../libc.so.6 (entry): skips ..." -> entry probe
+# at 0x98ef3 (placed) or 0x98ef0 (entry); "(entry+return)": a return probe there too.
+floor_args() { # placed|entry [LOG] -> -e LIB:OFFS -r LIB:OFFS ... (one word per line)
+    local mode="$1" log="${2:-$WORK/log/placement.log}" line rel at off lib how
+    local -A seen_e=() seen_r=() e=() r=()
+    while read -r line; do
+        [[ "$line" =~ probe\ [A-Za-z0-9_]+\+(0x[0-9a-f]+)\ at\ (0x[0-9a-f]+)\ in\ (.+)\ \((entry|entry\+return)\): ]] || continue
+        rel="${BASH_REMATCH[1]}" at="${BASH_REMATCH[2]}" lib="${BASH_REMATCH[3]}" how="${BASH_REMATCH[4]}"
+        if [[ "$mode" == placed ]]; then off=$((at)); else off=$((at - rel)); fi
+        if [[ -z "${seen_e[$lib:$off]:-}" ]]; then
+            seen_e[$lib:$off]=1
+            e[$lib]+="${e[$lib]:+,}$(printf '0x%x' "$off")"
+        fi
+        if [[ "$how" == entry+return && -z "${seen_r[$lib:$off]:-}" ]]; then
+            seen_r[$lib:$off]=1
+            r[$lib]+="${r[$lib]:+,}$(printf '0x%x' "$off")"
+        fi
+    done <"$log"
+    for lib in "${!e[@]}"; do printf -- '-e\n%s:%s\n' "$lib" "${e[$lib]}"; done
+    for lib in "${!r[@]}"; do printf -- '-r\n%s:%s\n' "$lib" "${r[$lib]}"; done
+}
+place_floor() { # -> FLOOR_PLACED, FLOOR_ENTRY (trap_floor's arguments) and BT_SCRIPT
+    "$MEMTRACK" -v track -o "$WORK/out" --no-stacks -- true 2>"$WORK/log/placement.log" >/dev/null ||
+        die "memtrack -v track -- true failed: $(tail -n 3 "$WORK/log/placement.log")"
+    mapfile -t FLOOR_PLACED < <(floor_args placed)
+    mapfile -t FLOOR_ENTRY < <(floor_args entry)
+    ((${#FLOOR_PLACED[@]} >= 4)) || die "no probe placement lines in memtrack -v output (see $WORK/log/placement.log)"
+    BT_SCRIPT="uprobe:$LIBC:malloc { @malloc = count(); } uretprobe:$LIBC:malloc { @malloc_ret = count(); } uprobe:$LIBC:free { @free = count(); }"
+}
+
+# ---- numbers ----
+now() { echo "$EPOCHREALTIME"; }
+elapsed_s() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f\n", b - a }'; }
+elapsed_ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f\n", (b - a) * 1e3 }'; }
+median() { [[ -f "$1" ]] || { echo nan; return 0; }; sort -g "$1" | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+percentile() { # FILE P -> the P-th percentile (nearest rank) of the numbers in FILE
+    sort -g "$1" | awk -v p="$2" '{ v[NR] = $1 } END { if (NR == 0) { print "nan"; exit } i = int(p * NR + 0.999999); if (i < 1) i = 1; if (i > NR) i = NR; print v[i] }'
+}
+jget() { jq -r "$2" "$1"; }
+# The median over the stats files of one key (a jq path) of runs named PREFIX__r*.json.
+stat_median() {
+    local prefix="$1" path="$2" f tmp="$WORK/t/.stat"
+    : >"$tmp"
+    for f in "$WORK/stats/$prefix"__r*.json; do [[ -f "$f" ]] && jq -r "$path" "$f" >>"$tmp"; done
+    median "$tmp"
+}
+fmt() { awk -v v="$1" -v f="$2" 'BEGIN { if (v == "nan" || v == "") print "n/a"; else printf f, v }'; }
+# calc EXPR: awk arithmetic; nan when an operand is missing (nan) or on division by zero.
+calc() {
+    [[ "$1" == *nan* || "$1" == *n/a* ]] && { echo nan; return 0; }
+    awk "BEGIN { v = $1; printf \"%.6g\", v }" 2>/dev/null || echo nan
+}
+
+# ---- timed runs ----
+# A non-zero exit, where the footer lists it (under "Warnings").
+warning() { echo "$*" >>"$WORK/warnings"; }
+# The first line of a memtrack log that says why it failed.
+first_error() { grep -m1 -e dropped -e error "$1" 2>/dev/null || true; }
+# timed_end TAG T0: a timed run's wall time (since T0) to $WORK/t/TAG, its output folder emptied.
+timed_end() {
+    elapsed_s "$2" "$(now)" >>"$WORK/t/$1"
+    clear_out
+}
+
+# run TOOL TAG CMD... : runs CMD under TOOL; appends the wall time (s) to $WORK/t/TAG and the CPU
+# time (user + system, s, of the tool and everything it reaped, the command included: bash's
+# `time`, i.e. getrusage(RUSAGE_CHILDREN)) to
+# $WORK/t/TAG.cpu; memtrack's stats go to $WORK/stats/TAG__rREP.json, stderr to $WORK/log/TAG__rREP.log.
+REP=1
+TIMEFORMAT='%3R %3U %3S'
+declare -A TOOL_LABEL=(
+    [untracked]="untracked" [memtrack]="memtrack" [memtrack-fp]="memtrack --unwind fp" [memtrack-nostacks]="memtrack --no-stacks"
+    [memtrack-entry]="memtrack --no-stacks --probe-at-entry" [floor]="trap floor (placed)"
+    [memtrack-wakeall]="memtrack --no-stacks --wakeup-fill 0"
+    [floor-entry]="trap floor (entry)" [bpftrace]="bpftrace (counting)" [heaptrack]="heaptrack"
+    [massif]="valgrind massif"
+)
+run() {
+    local tool="$1" tag="$2"
+    shift 2
+    local log="$WORK/log/${tag}__r$REP.log" stats="$WORK/stats/${tag}__r$REP.json" rc=0 t0
+    local -a cmd
+    case "$tool" in
+    untracked) cmd=("$@") ;;
+    memtrack) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" -- "$@") ;;
+    memtrack-nostacks) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --no-stacks -- "$@") ;;
+    memtrack-fp) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --unwind fp -- "$@") ;;
+    memtrack-entry) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --no-stacks --probe-at-entry -- "$@") ;;
+    memtrack-wakeall) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --no-stacks --wakeup-fill 0 -- "$@") ;;
+    heaptrack) cmd=(heaptrack -o "$WORK/out/heaptrack.$tag" "$@") ;;
+    bpftrace) cmd=(bpftrace -e "$BT_SCRIPT" -c "$*") ;;
+    massif) cmd=(valgrind --tool=massif --trace-children=yes --massif-out-file="$WORK/out/massif.%p" "$@") ;;
+    floor) cmd=("$BIN/trap_floor" "${FLOOR_PLACED[@]}" -- "$@") ;;
+    floor-entry) cmd=("$BIN/trap_floor" "${FLOOR_ENTRY[@]}" -- "$@") ;;
+    *) die "unknown tool $tool" ;;
+    esac
+    t0=$(now)
+    { time "${cmd[@]}" >"$log.out" 2>"$log"; } 2>"$log.time" || rc=$?
+    timed_end "$tag" "$t0"
+    tail -n 1 "$log.time" | awk '{ printf "%.3f\n", $2 + $3 }' >>"$WORK/t/$tag.cpu"
+    if ((rc != 0)); then
+        echo "bench: warning: $tool $* exited with $rc ($(first_error "$log"))" >&2
+        warning "$tag rep $REP: $tool exited with $rc"
+    fi
+    return 0
+}
+
+# mt_run TAG MEMTRACK-OPTIONS... -- CMD... : memtrack with options, timed like run(); also
+# keeps memtrack's max RSS (GNU time) in $WORK/log/TAG__rREP.log.rss.
+mt_run() { # TAG MEMTRACK-OPTIONS... -- CMD...
+    local tag="$1" rc=0 t0
+    shift
+    local stats="$WORK/stats/${tag}__r$REP.json" log="$WORK/log/${tag}__r$REP.log"
+    t0=$(now)
+    /usr/bin/time -f '%M' -o "$log.rss" "$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" "$@" >/dev/null 2>"$log" || rc=$?
+    timed_end "$tag" "$t0"
+    if ((rc != 0)); then
+        echo "bench: warning: memtrack $* exited with $rc ($(first_error "$log"))" >&2
+        warning "$tag rep $REP: exited with $rc ($(first_error "$log"))"
+    fi
+    return 0
+}
+
+# ---- markdown around the sections ----
+section_t0=0
+begin_section() {
+    section_t0=$(now)
+    echo "bench: $1" >&2
+    echo
+    echo "## $1"
+    echo
+    echo "(load average at the start of this section: $(cut -d' ' -f1-3 /proc/loadavg))"
+    echo
+}
+end_section() { echo; echo "($(fmt "$(elapsed_s "$section_t0" "$(now)")" '%.0f') s)"; }
+
+print_header() {
+    echo "# memtrack benchmarks"
+    echo
+    echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "- command: scripts/bench.sh$( ((${#SECTION[@]} < 8)) && printf ' --%s' "${!SECTION[@]}") --reps $REPS --scale $SCALE$( ((ISOLATE)) || echo ' --system-libc')"
+    # shellcheck source=/dev/null
+    echo "- machine: $(nproc) cpu ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), kernel $(uname -r), $(. /etc/os-release && echo "$PRETTY_NAME")"
+    echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg); other processes' uprobe_multi links: $(foreign_uprobe_links)"
+    echo "- libraries: $( ((ISOLATE)) && echo "private copies ($LIBC)" || echo "system ($LIBC)")"
+    echo "- peers: $(heaptrack --version 2>&1 | head -n1), $(valgrind --version), $(bpftrace --version)"
+    echo "- build lock wait: $LOCK_WAIT_S s; build (scripts/build.sh): $BUILD_S s"
+}
+
+print_footer() { # SCRIPT_T0: when the script started
+    echo
+    if [[ -s "$WORK/warnings" ]]; then
+        echo "Warnings (non-zero exits; memtrack exits 1 when it dropped records):"
+        echo
+        sed 's/^/- /' "$WORK/warnings"
+        echo
+    fi
+    echo "Load average at end: $(cut -d' ' -f1-3 /proc/loadavg); other processes' uprobe_multi links: $(foreign_uprobe_links)."
+    echo "Whole script: $(fmt "$(elapsed_s "$1" "$(now)")" '%.0f') s (lock wait $LOCK_WAIT_S s, build $BUILD_S s)."
+}
