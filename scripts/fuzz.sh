@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/fuzz.sh [SECONDS]: builds the libFuzzer targets of tests/fuzz/ (the control request
+# scripts/fuzz.sh [SECONDS]: builds the libFuzzer targets of tests/fuzz/ (the control request framer and
 # parser, the artifact reader, the stacks reader) with clang, ASan and UBSan into build-fuzz/,
 # and runs each for SECONDS (default 25) from its seed corpus in tests/fuzz/corpus/<target>/.
 # Fails on a crash, a leak, a sanitizer report, a hang (-timeout) or runaway memory (-rss_limit_mb);
@@ -23,7 +23,7 @@ flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -f
 # What the three readers need from src/, compiled once; again when anything in src/ changed.
 sources=(src/core/Log.cpp src/format/Record.cpp src/format/EventFastPath.cpp src/format/EventObject.cpp
          src/format/JsonLines.cpp src/format/MsgpackStream.cpp src/format/ArtifactReader.cpp
-         src/format/StacksFile.cpp src/actors/Request.cpp)
+         src/format/StacksFile.cpp src/control/LineFramer.cpp src/control/Request.cpp src/control/Commands.cpp)
 stamp="$OUT/obj/.built"
 if [[ ! -f "$stamp" ]] || [[ -n "$(find src tests/fuzz scripts/fuzz.sh -newer "$stamp" -print -quit)" ]]; then
     pids=()

@@ -7,6 +7,7 @@
 #include "cli/DumpCommand.hpp"
 #include "cli/ReportCommand.hpp"
 #include "cli/TrackCommand.hpp"
+#include "control/Commands.hpp"
 #include "core/Log.hpp"
 #include "core/Result.hpp"
 
@@ -116,9 +117,10 @@ int main(int argc, char** argv) {
     int64_t pid = 0;
     auto* c = app.add_subcommand("ctl", "send one request to a running memtrack's control socket");
     c->add_option("--socket", ctl.socket, "control socket path")->required();
-    auto* pid_opt = c->add_option("--pid", pid, "process id for attach");
+    auto* pid_opt = c->add_option("--pid", pid, "process id for " + memtrack::commands_taking("pid"));
     c->add_option("--timeout", ctl.timeout_s, "seconds to wait for the reply (default 60)");
-    c->add_option("cmd", ctl.cmd, "ping, enable, disable, drain, stats, attach, shutdown")->required();
+    c->add_option("cmd", ctl.cmd, memtrack::command_names())->required();
+    c->footer(memtrack::commands_help());
 
     try {
         app.parse(argc, argv);

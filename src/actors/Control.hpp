@@ -1,28 +1,15 @@
 #pragma once
-// Owns: the control socket (listening fd, its path) and every client connection.
-// Accepts: start(), stop(); from clients, newline-delimited JSON requests (docs/PROTOCOL.md).
-#include <cstdint>
-#include <functional>
+// Owns: the control socket (listening fd, its path) and the set of open client connections
+// (each a ControlConnection, src/control/, which reads, dispatches and answers its requests).
+// Accepts: start(), stop(), set_handlers(); from clients, connections (at most 64 at once).
 #include <memory>
 #include <string>
 
-#include <boost/json/object.hpp>
-
 #include "actors/Messages.hpp"
+#include "control/ControlHandlers.hpp"
 #include "core/Result.hpp"
 
 namespace memtrack {
-
-// What the control socket can ask of the rest of memtrack. Each handler may be called from
-// the Control strand and must not block: it posts onwards and replies through `reply`.
-struct ControlHandlers {
-    using Reply = std::function<void(Result<boost::json::object>)>;
-    std::function<void(bool on, Reply)> set_recording;
-    std::function<void(Reply)> drain;               // reply carries "records"
-    std::function<boost::json::object()> stats;     // the live stats object
-    std::function<void(int32_t pid, Reply)> attach;
-    std::function<void(Reply)> shutdown;            // reply before memtrack exits
-};
 
 class Control {
 public:

@@ -9,8 +9,8 @@ namespace memtrack {
 
 struct CtlOptions {
     std::string socket;
-    std::string cmd;             // ping, enable, disable, drain, stats, attach, shutdown
-    std::optional<int64_t> pid;  // sent as "pid" when given (attach needs it)
+    std::string cmd;             // sent as given: the server checks it (control/Commands.hpp)
+    std::optional<int64_t> pid;  // sent as "pid" when given (the commands that take a pid need it)
     double timeout_s = 60;       // for connecting, sending and the reply together; <= 0: no limit
 };
 

@@ -1,6 +1,5 @@
-#include "actors/Request.hpp"
+#include "control/Request.hpp"
 
-#include <limits>
 #include <set>
 #include <vector>
 
@@ -11,14 +10,6 @@ namespace memtrack {
 namespace json = boost::json;
 
 namespace {
-
-constexpr std::string_view kKnown = "ping, enable, disable, drain, stats, attach, shutdown";
-
-bool known(std::string_view cmd) {
-    for (std::string_view k : {"ping", "enable", "disable", "drain", "stats", "attach", "shutdown"})
-        if (cmd == k) return true;
-    return false;
-}
 
 // Walks text that boost::json has already accepted, to see what its value tree does not keep:
 // where each value's text lies, and keys given twice. Recursion is bounded by the parser's
@@ -96,6 +87,7 @@ private:
 
 Request parse_request(std::string_view line) {
     Request r;
+    if (line.find_first_not_of(" \t") == std::string_view::npos) return r.error = "empty request", r;
     boost::system::error_code ec;
     json::value request = json::parse(line, ec);
     if (ec) return r.error = fmt::format("invalid JSON: {}", ec.message()), r;
@@ -111,21 +103,30 @@ Request parse_request(std::string_view line) {
     if (cmd_it == obj->end()) return r.error = "missing \"cmd\"", r;
     const json::string* cmd = cmd_it->value().if_string();
     if (!cmd) return r.error = "\"cmd\" must be a string", r;
-    if (!known(*cmd)) {
+    const ControlCommand* command = find_command(*cmd);
+    if (!command) {
         std::string msg = "unknown command";
         if (cmd->size() <= 64) msg += fmt::format(" \"{}\"", std::string_view(*cmd));
-        return r.error = msg + fmt::format(" (known: {})", kKnown), r;
+        return r.error = msg + fmt::format(" (known: {})", command_names()), r;
     }
-    r.cmd = std::string(*cmd);
-    if (r.cmd == "attach") {
-        auto it = obj->find("pid");
-        if (it == obj->end()) return r.error = "attach needs \"pid\"", r;
-        const json::value& v = it->value();
-        if (!v.is_int64() || v.get_int64() <= 0 || v.get_int64() > std::numeric_limits<int32_t>::max())
-            return r.error = "\"pid\" must be a positive integer", r;
-        r.pid = int32_t(v.get_int64());
-    }
+    if (auto bad = check_arguments(*command, *obj, r.args)) return r.error = std::move(*bad), r;
+    r.command = command;
     return r;
+}
+
+std::string reply_line(const std::optional<std::string>& id, Result<json::object> answer) {
+    const bool ok = answer.ok();
+    json::object fields = ok ? std::move(answer).value() : json::object{{"error", answer.error().message()}};
+    json::object out;
+    out["ok"] = ok;
+    for (auto& kv : fields) {
+        if (kv.key() != "ok" && kv.key() != "id") out[kv.key()] = std::move(kv.value());
+    }
+    std::string line = json::serialize(out);
+    line += '\n';
+    // The id's own text goes in after "ok", as the client wrote it.
+    if (id) line.insert(ok ? 10 : 11, fmt::format(",\"id\":{}", *id));  // after {"ok":true
+    return line;
 }
 
 }  // namespace memtrack
