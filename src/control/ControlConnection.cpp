@@ -79,6 +79,7 @@ void ControlConnection::read_next() {
         return;
     }
     const std::span<char> space = framer_.space();
+    socket_read_pending_ = true;
     socket_.async_read_some(asio::buffer(space.data(), space.size()),
                             [self = shared_from_this()](boost::system::error_code ec, size_t n) {
                                 self->on_read(ec, n);
@@ -86,12 +87,18 @@ void ControlConnection::read_next() {
 }
 
 void ControlConnection::on_read(boost::system::error_code ec, size_t n) {
-    if (!ec) {
-        framer_.commit(n);
-        return on_frame();
+    socket_read_pending_ = false;
+    if (!ec) framer_.commit(n);
+    if (stopping_ && !closed_) {
+        // The read on_stop() cancelled, or one that had its bytes already.
+        reading_ = false;
+        answer_sent_before_stop();
+        finish_if_done();
+        return;
     }
+    if (!ec) return on_frame();
     reading_ = false;
-    if (closed_ || stopping_) return;
+    if (closed_) return;
     if (ec == asio::error::eof) {
         // The client sent all it will send (perhaps only half-closed): a last request without
         // its newline still counts, and every reply still goes out before we close.
@@ -226,6 +233,14 @@ void ControlConnection::finish_if_done() {
 void ControlConnection::on_stop() {
     if (closed_ || stopping_) return;
     stopping_ = true;
+    if (socket_read_pending_) {
+        // on_read() answers what the client sent once the read has ended: the socket's bytes
+        // are read by one operation at a time.
+        boost::system::error_code ec;
+        socket_.cancel(ec);
+    } else {
+        answer_sent_before_stop();
+    }
     for (uint64_t seq = head_seq_; seq < head_seq_ + slots_.size(); ++seq) {
         complete(seq, refusal("memtrack is shutting down"));
         if (closed_) return;
@@ -237,6 +252,32 @@ void ControlConnection::on_stop() {
     grace_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
         if (!ec) self->close();
     });
+}
+
+// Requests the client sent before the stop, buffered here or in the socket, are answered too
+// (refused: memtrack is shutting down) rather than dropped unread: a client that pipelines
+// `shutdown` and more gets a reply to each line.
+void ControlConnection::answer_sent_before_stop() {
+    boost::system::error_code ec;
+    socket_.non_blocking(true, ec);
+    while (!closed_ && !read_done_ && slots_.size() < kMaxInFlight) {
+        switch (framer_.peek()) {
+        case LineFramer::Kind::Line:
+            handle_line(framer_.next().line);
+            continue;
+        case LineFramer::Kind::TooLong:
+            (void)framer_.next();
+            read_done_ = true;
+            complete(open_slot(), refusal(LineFramer::too_long_error()));
+            return;
+        case LineFramer::Kind::NeedMore:
+            break;
+        }
+        const std::span<char> space = framer_.space();
+        const size_t n = socket_.read_some(asio::buffer(space.data(), space.size()), ec);
+        if (ec || n == 0) return;  // nothing more was sent (would block), or the client is gone
+        framer_.commit(n);
+    }
 }
 
 void ControlConnection::close() {

@@ -76,6 +76,7 @@ private:
     void on_written(boost::system::error_code ec);
     void finish_if_done();
     void on_stop();
+    void answer_sent_before_stop();
     void close();
     bool stopped() const { return shared_->stopped.load(); }
 
@@ -94,6 +95,7 @@ private:
     size_t out_bytes_ = 0;
     size_t writing_ = 0;
     bool reading_ = false;    // a read, or the handling of a buffered line, is under way
+    bool socket_read_pending_ = false;  // an async_read_some has not completed yet
     bool read_done_ = false;  // EOF, or a line too long: no more requests from this client
     bool stopping_ = false;   // stop(): send what is queued, then close
     bool closed_ = false;

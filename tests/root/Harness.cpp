@@ -262,21 +262,6 @@ RunResult run(const std::vector<std::string>& argv, std::chrono::seconds timeout
 
 // ---- files ----
 
-TempDir::TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "memtrack-root-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) fail_errno("mkdtemp " + tmpl);
-    path_ = tmpl;
-}
-
-TempDir::~TempDir() {
-    if (env_or_empty("MEMTRACK_KEEP_TMP") == "1") {
-        std::printf("kept %s\n", path_.c_str());
-        return;
-    }
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-}
-
 SpawnSetup::SpawnSetup() {
     if (posix_spawnattr_init(&attr) != 0) throw std::runtime_error("posix_spawnattr_init failed");
     if (posix_spawn_file_actions_init(&actions) != 0) {

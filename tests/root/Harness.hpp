@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "../common/TempDir.hpp"
+
 namespace memtrack::roottest {
 
 // ---- environment ----
@@ -65,21 +67,7 @@ RunResult run(const std::vector<std::string>& argv,
 
 // ---- files ----
 
-// A directory from mkdtemp, removed with its content when the object dies (unless
-// MEMTRACK_KEEP_TMP=1).
-class TempDir {
-public:
-    TempDir();
-    ~TempDir();
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-
-    const std::string& path() const { return path_; }
-    std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
-private:
-    std::string path_;
-};
+using memtrack::testsupport::TempDir;  // tests/common/TempDir.hpp
 
 // posix_spawn's attribute and file-action objects, destroyed on every path.
 struct SpawnSetup {

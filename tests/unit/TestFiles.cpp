@@ -13,17 +13,6 @@
 
 namespace memtrack::unittest {
 
-TempDir::TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "memtrack-unit-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-}
-
-TempDir::~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-}
-
 std::string read_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
@@ -44,8 +33,8 @@ void write_zstd_file(const std::string& path, std::string_view raw) {
 }
 
 Captured capture_output(const TempDir& dir, const std::function<int()>& fn) {
-    const std::string out_path = dir.file("stdout");
-    const std::string err_path = dir.file("stderr");
+    const std::string out_path = dir / "stdout";
+    const std::string err_path = dir / "stderr";
     std::fflush(stdout);
     std::fflush(stderr);
     const int saved_out = ::dup(STDOUT_FILENO);

@@ -6,20 +6,11 @@
 #include <string>
 #include <string_view>
 
+#include "../common/TempDir.hpp"
+
 namespace memtrack::unittest {
 
-// A folder from mkdtemp, removed with its content when the object dies.
-class TempDir {
-public:
-    TempDir();
-    ~TempDir();
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    std::string file(std::string_view name) const { return (path_ / name).string(); }
-
-private:
-    std::filesystem::path path_;
-};
+using memtrack::testsupport::TempDir;
 
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, std::string_view bytes);

@@ -245,7 +245,7 @@ TEST_CASE("encoder uses shortest and unsigned integer forms") {
 
 TEST_CASE("round trip through ZstdFileWriter and read_artifact") {
     TempDir dir;
-    const std::string path = dir.file("1.MemtrackArtifact.msgpack");
+    const std::string path = dir / "1.MemtrackArtifact.msgpack";
     const std::vector<Event> events = varied_events(60000);
 
     auto w = ZstdFileWriter::create(path, 3);
@@ -283,7 +283,7 @@ TEST_CASE("the written file decodes exactly as the format doc says") {
     // A decoder of its own, sharing nothing with read_artifact: decompress everything at once,
     // then MessagePack values back to back, each a map with the documented header and key order.
     TempDir dir;
-    const std::string path = dir.file("2.MemtrackArtifact.msgpack");
+    const std::string path = dir / "2.MemtrackArtifact.msgpack";
     const std::vector<Event> events = varied_events(5000);
     {
         auto w = ZstdFileWriter::create(path);
@@ -341,7 +341,7 @@ TEST_CASE("the written file decodes exactly as the format doc says") {
 TEST_CASE("ZstdFileWriter edge cases") {
     TempDir dir;
     SUBCASE("finish with nothing written leaves a valid empty stream, not a 0-byte file") {
-        const std::string path = dir.file("empty.msgpack");
+        const std::string path = dir / "empty.msgpack";
         auto w = ZstdFileWriter::create(path);
         REQUIRE(w.ok());
         REQUIRE(w->finish().ok());
@@ -354,19 +354,19 @@ TEST_CASE("ZstdFileWriter edge cases") {
         CHECK(got.count == 0);
     }
     SUBCASE("create reports errno") {
-        auto w = ZstdFileWriter::create(dir.file("no/such/dir/x.msgpack"));
+        auto w = ZstdFileWriter::create(dir / "no/such/dir/x.msgpack");
         REQUIRE(!w.ok());
         CHECK(w.error().err == ENOENT);
         CHECK(w.error().op == "output folder");  // the folder is opened first (OutputDir)
     }
     SUBCASE("moved-from writers give up ownership") {
-        auto w = ZstdFileWriter::create(dir.file("moved.msgpack"));
+        auto w = ZstdFileWriter::create(dir / "moved.msgpack");
         REQUIRE(w.ok());
         ZstdFileWriter a = std::move(w).value();
         ZstdFileWriter b = std::move(a);
         REQUIRE(b.write(encoded(reference(EventKind::Free))).ok());
         REQUIRE(b.finish().ok());
-        const ReadOutcome got = read_all(dir.file("moved.msgpack"));
+        const ReadOutcome got = read_all(dir / "moved.msgpack");
         CHECK(got.ok);
         CHECK(got.count == 1);
     }
@@ -374,7 +374,7 @@ TEST_CASE("ZstdFileWriter edge cases") {
 
 TEST_CASE("truncated artifact delivers the flushed events, then reports where") {
     TempDir dir;
-    const std::string path = dir.file("3.MemtrackArtifact.msgpack");
+    const std::string path = dir / "3.MemtrackArtifact.msgpack";
     const std::vector<Event> events = varied_events(400);
     uint64_t after_first = 0;
     uint64_t after_second = 0;
@@ -403,7 +403,7 @@ TEST_CASE("truncated artifact delivers the flushed events, then reports where") 
 
 TEST_CASE("corrupt MessagePack in the middle stops after the good events") {
     TempDir dir;
-    const std::string path = dir.file("4.MemtrackArtifact.msgpack");
+    const std::string path = dir / "4.MemtrackArtifact.msgpack";
     Event a = reference(EventKind::Malloc);
     a.size = 64;
     Event b = reference(EventKind::Free);
@@ -422,7 +422,7 @@ TEST_CASE("corrupt MessagePack in the middle stops after the good events") {
 
 TEST_CASE("values that are not events are rejected with their offset") {
     TempDir dir;
-    const std::string path = dir.file("5.MemtrackArtifact.msgpack");
+    const std::string path = dir / "5.MemtrackArtifact.msgpack";
     Event a = reference(EventKind::Malloc);
     a.size = 64;
     const std::string prefix = encoded(a);
@@ -532,7 +532,7 @@ TEST_CASE("values that are not events are rejected with their offset") {
 
 TEST_CASE("reader accepts any key order, unknown keys and nil old_addr") {
     TempDir dir;
-    const std::string path = dir.file("6.MemtrackArtifact.msgpack");
+    const std::string path = dir / "6.MemtrackArtifact.msgpack";
     msgpack::sbuffer buf;
     msgpack::packer<msgpack::sbuffer> pk(buf);
     pk.pack_map(8);
@@ -570,24 +570,24 @@ TEST_CASE("reader accepts any key order, unknown keys and nil old_addr") {
 TEST_CASE("reader errors on files that are not artifacts") {
     TempDir dir;
     SUBCASE("empty file") {
-        write_file(dir.file("empty"), "");
-        const ReadOutcome got = read_all(dir.file("empty"));
+        write_file(dir / "empty", "");
+        const ReadOutcome got = read_all(dir / "empty");
         CHECK_FALSE(got.ok);
         CHECK(got.message == "empty artifact (0 bytes)");
     }
     SUBCASE("missing file") {
-        const ReadOutcome got = read_all(dir.file("missing"));
+        const ReadOutcome got = read_all(dir / "missing");
         CHECK_FALSE(got.ok);
         CHECK(got.err == ENOENT);
     }
     SUBCASE("not zstd") {
-        write_file(dir.file("text"), "hello, this is not zstd");
-        const ReadOutcome got = read_all(dir.file("text"));
+        write_file(dir / "text", "hello, this is not zstd");
+        const ReadOutcome got = read_all(dir / "text");
         CHECK_FALSE(got.ok);
         CHECK(got.message.rfind("corrupt zstd stream at compressed offset ", 0) == 0);
     }
     SUBCASE("damaged compressed bytes after a good frame") {
-        const std::string path = dir.file("damaged");
+        const std::string path = dir / "damaged";
         Event a = reference(EventKind::Malloc);
         a.size = 1;
         write_zstd_file(path, encoded(a));
@@ -717,7 +717,7 @@ namespace {
 
 TEST_CASE("memtrack dump prints JSON lines or a summary, and what it read before an error") {
     TempDir dir;
-    const std::string path = dir.file("7.MemtrackArtifact.msgpack");
+    const std::string path = dir / "7.MemtrackArtifact.msgpack";
     Event a = reference(EventKind::Malloc);
     a.size = 64;
     Event b = reference(EventKind::Free);

@@ -32,6 +32,7 @@
 
 #include "actors/Control.hpp"
 #include "cli/CtlCommand.hpp"
+#include "TestFiles.hpp"
 #include "core/Fd.hpp"
 
 namespace asio = boost::asio;
@@ -40,24 +41,11 @@ using namespace std::chrono_literals;
 using memtrack::Control;
 using memtrack::ControlHandlers;
 using memtrack::Fd;
+using memtrack::unittest::TempDir;
 
 namespace {
 
 // A private directory for socket paths, removed with everything in it.
-struct TempDir {
-    std::string path;
-    TempDir() {
-        char tmpl[] = "/tmp/mt-ctl-XXXXXX";
-        REQUIRE(::mkdtemp(tmpl) != nullptr);
-        path = tmpl;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path, ec);
-    }
-    std::string operator/(const std::string& name) const { return path + "/" + name; }
-};
-
 // An io_context run by two threads until stop() lets it run out of work.
 struct IoThreads {
     asio::io_context io;

@@ -40,7 +40,7 @@ std::string unfinished_value() {
 
 TEST_CASE("crafted input: a value that never ends is rejected at the bound, not read to the end") {
     TempDir dir;
-    const std::string path = dir.file("1.MemtrackArtifact.msgpack");
+    const std::string path = dir / "1.MemtrackArtifact.msgpack";
     write_zstd_file(path, unfinished_value());
     uint64_t events = 0;
     auto r = read_artifact(path, [&](const Event&) { ++events; });
@@ -51,7 +51,7 @@ TEST_CASE("crafted input: a value that never ends is rejected at the bound, not 
 
 TEST_CASE("crafted input: a value arriving in many chunks is parsed in linear work and bounded memory") {
     TempDir dir;
-    const std::string path = dir.file("x");
+    const std::string path = dir / "x";
     const std::string raw = unfinished_value();
     write_zstd_file(path, raw);
     const msgpack::unpack_limit limits(64, 64, 4096, 4096, 4096, 4);
@@ -107,7 +107,7 @@ Result<uint64_t> read_one_stack(const std::string& path, const std::vector<Frame
 
 TEST_CASE("crafted input: a stack beyond what memtrack can capture is rejected") {
     TempDir dir;
-    const std::string path = dir.file("1.MemtrackStacks.msgpack");
+    const std::string path = dir / "1.MemtrackStacks.msgpack";
     size_t delivered = 0;
 
     // The largest stack memtrack can write: every address of --max-frames' limit, deeply inlined.
@@ -130,7 +130,7 @@ TEST_CASE("crafted input: a stack beyond what memtrack can capture is rejected")
 
 TEST_CASE("crafted input: a frame asking for a 128 MiB window is refused before it is allocated") {
     TempDir dir;
-    const std::string path = dir.file("1.MemtrackArtifact.msgpack");
+    const std::string path = dir / "1.MemtrackArtifact.msgpack";
     // A streamed frame (no content size) with windowLog 27: its header tells the decoder to hold
     // 128 MiB, whatever the content.
     ZSTD_CCtx* c = ZSTD_createCCtx();

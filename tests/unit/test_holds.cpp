@@ -9,12 +9,18 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <random>
 #include <set>
 #include <thread>
 #include <vector>
 
+#include "MemoryRing.hpp"
+#include "TestFiles.hpp"
+#include "actors/Lane.hpp"
+#include "actors/PressureControl.hpp"
+#include "actors/Writer.hpp"
 #include "bpf/hold.h"
 #include "actors/Stats.hpp"
 #include "process/HoldRelease.hpp"
@@ -22,6 +28,7 @@
 #include "process/HoldStore.hpp"
 
 using namespace memtrack;
+using memtrack::unittest::TempDir;
 
 namespace {
 
@@ -384,4 +391,48 @@ TEST_CASE("holds: stop_pausing closes the protocol before it returns, and resume
     io.run();
     CHECK_FALSE(sig.stopped(11));
     CHECK(word(store, 11) == 0);
+}
+
+TEST_CASE("pressure: producers resume between chunks once the rings are below the resume mark, not once empty") {
+    // The pause protocol's other half: a RingConsumer reading a ring (MemoryRing) chunk by chunk
+    // reports each chunk's fill to PressureControl, which must end the pressure pause as soon as
+    // the fill is under 1/4 while records are still waiting.
+    TempDir dir;
+    constexpr uint64_t kRingBytes = 1 << 20;
+    unittest::MemoryRing ring(kRingBytes);
+    uint64_t written = 0;
+    while ((written + 1) * unittest::MemoryRing::kEventBytes <= kRingBytes * 8 / 10) REQUIRE(ring.write_event(written++));
+
+    boost::asio::io_context io;
+    FakeStore store(64);
+    FakeSignals sig;
+    Stats stats;
+    ProcessHolds holds(io, store, sig, stats, [](uint32_t) { return uint64_t(0); });
+    CHECK(hold_process(store, sig, 7, MT_HOLD_PRESSURE, true));  // BPF's stop at 3/4
+    auto artifact = ZstdFileWriter::create(dir / "events.MemtrackArtifact.msgpack");
+    REQUIRE(artifact);
+    SinkLane<Writer> lane(io, ring.view(), stats,
+                          {RingConsumer::Records::Events, 1024, std::chrono::microseconds(0), std::chrono::milliseconds(10)},
+                          std::move(artifact).value(), stats);
+    PressureControl pressure(io, holds, WatermarkPolicy{0.75, 0.25});
+    pressure.watch(&lane.ring());
+    lane.consumer().set_chunk_observer([&](uint64_t, double fill) { pressure.on_chunk(fill); });
+
+    std::optional<uint64_t> fill_at_resume;
+    sig.on_send = [&](uint32_t pid, int s) {
+        if (pid == 7 && s == SIGCONT) fill_at_resume = ring.producer_pos() - ring.consumer_pos();
+    };
+    pressure.start();
+    lane.consumer().start();
+    for (int turn = 0; turn < 100000 && !fill_at_resume; ++turn) io.run_one();
+    REQUIRE(fill_at_resume);
+    CHECK_FALSE(sig.stopped(7));
+    CHECK(*fill_at_resume > 0);                   // records still waiting: not resumed at empty
+    CHECK(*fill_at_resume < kRingBytes / 4);      // and not before the ring was under 1/4
+    // At most one chunk past the mark: the fill is looked at between chunks of 1024 records.
+    CHECK(*fill_at_resume + 2 * 1024 * unittest::MemoryRing::kEventBytes >= kRingBytes / 4);
+
+    pressure.stop();
+    lane.consumer().stop();
+    io.run();
 }

@@ -58,7 +58,7 @@ void check_artifact(const std::string& path, uint64_t n) {
 
 TEST_CASE("DrainBarrier: a drain answers with every record written before it, then close finishes the file") {
     TempDir dir;
-    const std::string path = dir.file("events.MemtrackArtifact.msgpack");
+    const std::string path = dir / "events.MemtrackArtifact.msgpack";
     MemoryRing ring(kRingBytes);
     boost::asio::io_context io;
     Stats stats;
@@ -92,7 +92,7 @@ TEST_CASE("DrainBarrier: a drain answers with every record written before it, th
 
 TEST_CASE("RingConsumer: a full batch queue stops the reading, and the sink's progress resumes it") {
     TempDir dir;
-    const std::string path = dir.file("events.MemtrackArtifact.msgpack");
+    const std::string path = dir / "events.MemtrackArtifact.msgpack";
     MemoryRing ring(kRingBytes);
     boost::asio::io_context consumer_io, sink_io;
     Stats stats;
@@ -132,7 +132,7 @@ TEST_CASE("RingConsumer: a full batch queue stops the reading, and the sink's pr
 
 TEST_CASE("DrainBarrier: a drain asked for just before the close is answered, with the records before it") {
     TempDir dir;
-    const std::string path = dir.file("events.MemtrackArtifact.msgpack");
+    const std::string path = dir / "events.MemtrackArtifact.msgpack";
     MemoryRing ring(kRingBytes);
     boost::asio::io_context io;
     Stats stats;

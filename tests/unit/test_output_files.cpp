@@ -34,10 +34,10 @@ TEST_CASE("output files: the names memtrack gives its outputs") {
 
 TEST_CASE("output files: a planted symbolic link is not followed, and its target is untouched") {
     TempDir tmp;
-    const std::string victim = tmp.file("victim");
+    const std::string victim = tmp / "victim";
     write_file(victim, "secret\n");
     REQUIRE(::chmod(victim.c_str(), 0600) == 0);
-    const std::string out = tmp.file("out");
+    const std::string out = tmp / "out";
     REQUIRE(::mkdir(out.c_str(), 0755) == 0);
     REQUIRE(::symlink(victim.c_str(), (out + "/7.MemtrackArtifact.msgpack").c_str()) == 0);
 
@@ -60,7 +60,7 @@ TEST_CASE("output files: a planted symbolic link is not followed, and its target
 
 TEST_CASE("output files: a folder someone else can write is refused unless it is sticky") {
     TempDir tmp;
-    const std::string open_dir = tmp.file("open");
+    const std::string open_dir = tmp / "open";
     REQUIRE(::mkdir(open_dir.c_str(), 0755) == 0);
     REQUIRE(::chmod(open_dir.c_str(), 0777) == 0);
     auto refused = OutputDir::open(open_dir, false);
@@ -70,7 +70,7 @@ TEST_CASE("output files: a folder someone else can write is refused unless it is
     CHECK_FALSE(open_output_file(open_dir + "/stats.json").ok());
     CHECK_FALSE(check_output_file(open_dir + "/stats.json").ok());
 
-    const std::string sticky = tmp.file("sticky");
+    const std::string sticky = tmp / "sticky";
     REQUIRE(::mkdir(sticky.c_str(), 0755) == 0);
     REQUIRE(::chmod(sticky.c_str(), 01777) == 0);
     auto dir = OutputDir::open(sticky, false);
@@ -80,7 +80,7 @@ TEST_CASE("output files: a folder someone else can write is refused unless it is
     REQUIRE(fd.ok());
 
     // In a shared folder, a file we did not create alone is not ours to write: a second hard link.
-    const std::string mine = tmp.file("mine");
+    const std::string mine = tmp / "mine";
     write_file(mine, "keep\n");
     REQUIRE(::link(mine.c_str(), (sticky + "/linked").c_str()) == 0);
     auto linked = dir->create("linked");
@@ -100,7 +100,7 @@ TEST_CASE("output files: a folder someone else can write is refused unless it is
               "create " + theirs + ": it exists in a shared folder and belongs to uid 65534; not writing to it");
         CHECK(read_file(theirs) == "theirs\n");
         // And a folder that belongs to someone else, though only they can write it.
-        const std::string other = tmp.file("other");
+        const std::string other = tmp / "other";
         REQUIRE(::mkdir(other.c_str(), 0755) == 0);
         REQUIRE(::chown(other.c_str(), 65534, 65534) == 0);
         CHECK_FALSE(OutputDir::open(other, false).ok());
@@ -109,7 +109,7 @@ TEST_CASE("output files: a folder someone else can write is refused unless it is
 
 TEST_CASE("output files: our own earlier file is replaced, a directory is not") {
     TempDir tmp;
-    const std::string path = tmp.file("stats.json");
+    const std::string path = tmp / "stats.json";
     write_file(path, "an older and longer run's stats\n");
     auto fd = open_output_file(path);
     REQUIRE(fd.ok());
@@ -117,15 +117,15 @@ TEST_CASE("output files: our own earlier file is replaced, a directory is not") 
     fd->reset();
     CHECK(read_file(path) == "{}\n");
 
-    REQUIRE(::mkdir(tmp.file("d").c_str(), 0755) == 0);
-    auto d = open_output_file(tmp.file("d"));
+    REQUIRE(::mkdir((tmp / "d").c_str(), 0755) == 0);
+    auto d = open_output_file(tmp / "d");
     REQUIRE_FALSE(d.ok());
-    CHECK(d.error().message() == "create " + tmp.file("d") + ": it exists and is a directory; not writing to it");
+    CHECK(d.error().message() == "create " + tmp / "d" + ": it exists and is a directory; not writing to it");
 }
 
 TEST_CASE("output files: a FIFO without a reader is an error at once") {
     TempDir tmp;
-    const std::string fifo = tmp.file("fifo");
+    const std::string fifo = tmp / "fifo";
     REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
     auto fd = open_output_file(fifo);
     REQUIRE_FALSE(fd.ok());

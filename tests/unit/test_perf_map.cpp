@@ -97,7 +97,7 @@ TEST_CASE("PerfMap: a line split across reads waits for its end; later code repl
 
 TEST_CASE("PerfMap: a miss reads what the runtime appended since; a replaced file starts over") {
     TempDir dir;
-    const std::string path = dir.file("perf-42.map");
+    const std::string path = dir / "perf-42.map";
     append(path, "1000 10 one\n");
     PerfMap map(path, ::getuid());
     CHECK(at(map, 0x1000) == "one");
@@ -114,9 +114,9 @@ TEST_CASE("PerfMap: a miss reads what the runtime appended since; a replaced fil
 
 TEST_CASE("PerfMap: a symlink or another user's file is refused") {
     TempDir dir;
-    const std::string real = dir.file("secret");
+    const std::string real = dir / "secret";
     append(real, "1000 10 secret\n");
-    const std::string link = dir.file("perf-43.map");
+    const std::string link = dir / "perf-43.map";
     std::filesystem::create_symlink(real, link);
     PerfMap linked(link, ::getuid());
     CHECK_FALSE(linked.refresh());

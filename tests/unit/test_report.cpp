@@ -73,9 +73,9 @@ std::string golden_dir() { return REPORT_GOLDEN_DIR; }
 
 // Writes the scenario's artifact and stacks file into `dir`, named like memtrack names them.
 std::string write_scenario(const TempDir& dir, const Scenario& s, const std::string& prefix = "100") {
-    const std::string artifact = dir.file(prefix + ".MemtrackArtifact.msgpack");
+    const std::string artifact = dir / (prefix + ".MemtrackArtifact.msgpack");
     write_zstd_file(artifact, scenario_artifact_bytes(s));
-    write_zstd_file(dir.file(prefix + ".MemtrackStacks.msgpack"), scenario_stacks_bytes(s));
+    write_zstd_file(dir / (prefix + ".MemtrackStacks.msgpack"), scenario_stacks_bytes(s));
     return artifact;
 }
 
@@ -633,11 +633,11 @@ TEST_CASE("report: bad input is a one-line error and no output file") {
     TempDir tmp;
     const std::string artifact = write_scenario(tmp, report_scenario());
     auto one_line = [](const std::string& s) { return !s.empty() && s.find('\n') == s.size() - 1; };
-    const std::string out = tmp.file("out.json");
+    const std::string out = tmp / "out.json";
 
     SUBCASE("a missing artifact") {
         ReportOptions o;
-        o.artifact = tmp.file("missing.MemtrackArtifact.msgpack");
+        o.artifact = tmp / "missing.MemtrackArtifact.msgpack";
         o.output = out;
         const Captured c = run_captured(tmp, o);
         CHECK(c.rc == 1);
@@ -646,7 +646,7 @@ TEST_CASE("report: bad input is a one-line error and no output file") {
         CHECK_FALSE(std::filesystem::exists(out));
     }
     SUBCASE("a damaged artifact") {
-        const std::string bad = tmp.file("bad.MemtrackArtifact.msgpack");
+        const std::string bad = tmp / "bad.MemtrackArtifact.msgpack";
         write_file(bad, "not zstd at all");
         ReportOptions o;
         o.artifact = bad;
@@ -658,7 +658,7 @@ TEST_CASE("report: bad input is a one-line error and no output file") {
         CHECK_FALSE(std::filesystem::exists(out));
     }
     SUBCASE("a damaged stacks file beside it") {
-        write_file(tmp.file("100.MemtrackStacks.msgpack"), "garbage");
+        write_file(tmp / "100.MemtrackStacks.msgpack", "garbage");
         ReportOptions o;
         o.artifact = artifact;
         const Captured c = run_captured(tmp, o);
@@ -668,7 +668,7 @@ TEST_CASE("report: bad input is a one-line error and no output file") {
         CHECK(c.out == "");
     }
     SUBCASE("no stacks file: a warning, and sites without frames") {
-        std::filesystem::remove(tmp.file("100.MemtrackStacks.msgpack"));
+        std::filesystem::remove(tmp / "100.MemtrackStacks.msgpack");
         ReportOptions o;
         o.artifact = artifact;
         o.format = "folded";
@@ -708,7 +708,7 @@ TEST_CASE("report: --fail-if exits 3 with its verdict, the report written all th
     ReportOptions o;
     o.artifact = write_scenario(tmp, report_scenario());
     o.format = "json";
-    o.output = tmp.file("r.json");
+    o.output = tmp / "r.json";
     o.fail_if = {"leaked>0"};
     Captured c = run_captured(tmp, o);
     CHECK(c.rc == 3);

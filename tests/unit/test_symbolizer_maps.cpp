@@ -31,7 +31,7 @@ StackSample stack(uint64_t hash, uint64_t ip, uint16_t flags) {
 
 TEST_CASE("Symbolizer: new mappings apply from the stack that brought them, not to the ones before") {
     TempDir dir;
-    const std::string path = dir.file("stacks.msgpack");
+    const std::string path = dir / "stacks.msgpack";
     auto file = ZstdFileWriter::create(path);
     REQUIRE(file);
     boost::asio::io_context io;

@@ -428,7 +428,7 @@ TEST_CASE("Resolver names vDSO functions from memtrack's own copy of the image")
 
 TEST_CASE("stacks file round trip through ZstdFileWriter and read_stacks") {
     TempDir dir;
-    const std::string path = dir.file("7.MemtrackStacks.msgpack");
+    const std::string path = dir / "7.MemtrackStacks.msgpack";
     const std::vector<StackRecord> stacks = sample_stacks();
     write_stacks(path, stacks);
     StacksOutcome o = read_all_stacks(path);
@@ -466,7 +466,7 @@ TEST_CASE("encode_stack writes the documented map") {
 
 TEST_CASE("read_stacks reports damage with its offset, after the good stacks") {
     TempDir dir;
-    const std::string path = dir.file("1.MemtrackStacks.msgpack");
+    const std::string path = dir / "1.MemtrackStacks.msgpack";
     const std::vector<StackRecord> stacks = sample_stacks();
     std::string good;
     encode_stack(stacks[0].hash, stacks[0].pid, stacks[0].frames, good);
@@ -545,16 +545,16 @@ TEST_CASE("read_stacks reports damage with its offset, after the good stacks") {
     SUBCASE("empty and missing files") {
         { std::ofstream touch(path); }
         CHECK(read_all_stacks(path).message == "empty stacks file (0 bytes)");
-        const StacksOutcome o = read_all_stacks(dir.file("absent"));
+        const StacksOutcome o = read_all_stacks(dir / "absent");
         CHECK_FALSE(o.ok);
-        CHECK(o.message == "open " + dir.file("absent") + ": No such file or directory");
+        CHECK(o.message == "open " + dir / "absent" + ": No such file or directory");
     }
 }
 
 TEST_CASE("memtrack dump --stacks and --resolve") {
     TempDir dir;
-    const std::string artifact = dir.file("77.MemtrackArtifact.msgpack");
-    const std::string stacks_path = dir.file("77.MemtrackStacks.msgpack");
+    const std::string artifact = dir / "77.MemtrackArtifact.msgpack";
+    const std::string stacks_path = dir / "77.MemtrackStacks.msgpack";
     const std::vector<StackRecord> stacks = sample_stacks();
     write_stacks(stacks_path, stacks);
 
@@ -638,7 +638,7 @@ TEST_CASE("memtrack dump --stacks and --resolve") {
         CHECK(lines[2].as_object().at("frames").as_array().empty());
     }
     SUBCASE("--resolve with --stacks naming the stacks file") {
-        const std::string renamed = dir.file("elsewhere.msgpack");
+        const std::string renamed = dir / "elsewhere.msgpack";
         std::filesystem::rename(stacks_path, renamed);
         DumpOptions opts;
         opts.file = artifact;
@@ -663,7 +663,7 @@ TEST_CASE("memtrack dump --stacks and --resolve") {
         CHECK(c.err == "memtrack: dump: " + stacks_path + ": open " + stacks_path + ": No such file or directory\n");
     }
     SUBCASE("--resolve on an artifact whose name says nothing of its stacks") {
-        const std::string odd = dir.file("capture.bin");
+        const std::string odd = dir / "capture.bin";
         std::filesystem::copy_file(artifact, odd);
         DumpOptions opts;
         opts.file = odd;
