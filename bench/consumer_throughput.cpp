@@ -38,7 +38,7 @@
 
 #include "RingFeeder.hpp"
 #include "actors/RingConsumer.hpp"
-#include "actors/Stats.hpp"
+#include "actors/StatsReport.hpp"
 #include "actors/Writer.hpp"
 #include "core/Clock.hpp"
 #include "core/Log.hpp"
@@ -91,7 +91,7 @@ FeedResult feed_all(RingFeeder& feeder, const RingView& ring, const Options& opt
     FeedResult res;
     const double cpu0 = thread_cpu_s();
     const uint64_t wakeup_bytes = uint64_t(opt.wakeup_fill * double(ring.capacity()));
-    const uint64_t batch_bytes = uint64_t(opt.batch) * (sizeof(mt_record) + 8);  // + the ring's header
+    const uint64_t batch_bytes = uint64_t(opt.batch) * RingView::record_bytes(sizeof(mt_record));
     const uint64_t limit = uint64_t(opt.max_fill * double(ring.capacity()));
     const uint64_t fill_before_batch = limit > batch_bytes ? limit - batch_bytes : 0;
     res.t_first_ns = monotonic_ns();
@@ -142,10 +142,10 @@ Check check_artifact(const std::string& path) {
 struct Pipeline {
     Pipeline(asio::io_context& consumer_io, asio::io_context& writer_io, RingView& ring, ZstdFileWriter artifact,
              const Options& opt)
-        : consumer(consumer_io, ring, queue, stats,
+        : consumer(consumer_io, ring, queue,
                    {RingConsumer::Records::Events, opt.chunk_records, std::chrono::microseconds(0),
                     std::chrono::milliseconds(10)}),
-          writer(writer_io, queue, std::move(artifact), stats),
+          writer(writer_io, queue, std::move(artifact)),
           consumer_work(consumer_io.get_executor()), writer_work(writer_io.get_executor()) {
         consumer.set_batch_ready([this] { writer.notify(); });
         writer.set_queue_space([this] { consumer.on_queue_space(); });
@@ -168,7 +168,14 @@ struct Pipeline {
         });
     }
 
-    Stats stats;
+    // The stats object memtrack writes, of what this pipeline has: its consumer and Writer.
+    boost::json::object stats() const {
+        RunCounters c;
+        c.events = consumer.counters();
+        c.writer = writer.counters();
+        return stats_json(c);
+    }
+
     BatchQueue queue;
     BatchPool pool;
     RingConsumer consumer;
@@ -254,7 +261,7 @@ int run(const Options& opt) {
                               {"mismatches", check.mismatches},
                               {"dropped", dropped},
                               {"ok", ok},
-                              {"stats", pipe.stats.to_json()}};
+                              {"stats", pipe.stats()}};
         boost::json::object per_thread;
         for (auto& [role, s] : cpu) per_thread[role] = per_thread.contains(role) ? per_thread[role].as_double() + s : s;
         j["thread_cpu_s"] = per_thread;

@@ -4,7 +4,6 @@
 
 #include "actors/BatchSink.hpp"
 #include "actors/RingConsumer.hpp"
-#include "actors/Stats.hpp"
 #include "core/Clock.hpp"
 #include "ring/RingView.hpp"
 
@@ -12,8 +11,8 @@ namespace memtrack {
 
 namespace asio = boost::asio;
 
-DrainBarrier::DrainBarrier(asio::io_context& io, std::vector<Lane> lanes, Stats& stats)
-    : strand_(asio::make_strand(io)), lanes_(std::move(lanes)), stats_(stats) {}
+DrainBarrier::DrainBarrier(asio::io_context& io, std::vector<Lane> lanes)
+    : strand_(asio::make_strand(io)), lanes_(std::move(lanes)) {}
 
 void DrainBarrier::request(DrainDone done) {
     asio::post(strand_, [this, done = std::move(done)]() mutable {
@@ -40,7 +39,7 @@ void DrainBarrier::lane_done(uint64_t id, size_t lane, Result<uint64_t> records)
     // The reply counts the event ring's records; any lane's error wins.
     if (!records.ok() || (lane == 0 && p.records.ok())) p.records = std::move(records);
     if (--p.lanes_left > 0) return;
-    stats_.on_drain(monotonic_ns() - p.start_ns);
+    counters_.drain_ns.add(monotonic_ns() - p.start_ns);
     auto done = std::move(p.done);
     auto result = std::move(p.records);
     pending_.erase(it);

@@ -1,11 +1,12 @@
 #pragma once
 // Owns: the outstanding drain barriers (one per request) and their timing.
 // Accepts: request(done): done(records written) once every record produced before the request,
-// on every ring, is consumed, written and flushed.
+// on every ring, is consumed, written and flushed; from any thread: counters().
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
 
+#include "actors/ActorCounters.hpp"
 #include "actors/Messages.hpp"
 
 namespace memtrack {
@@ -13,7 +14,6 @@ namespace memtrack {
 class BatchSink;
 class RingConsumer;
 class RingView;
-class Stats;
 
 class DrainBarrier {
 public:
@@ -24,8 +24,9 @@ public:
         BatchSink* sink;
     };
     // lanes[0] is the event ring: its record count is the reply's.
-    DrainBarrier(boost::asio::io_context& io, std::vector<Lane> lanes, Stats& stats);
+    DrainBarrier(boost::asio::io_context& io, std::vector<Lane> lanes);
     void request(DrainDone done);
+    DrainCounters counters() const { return counters_; }
 
 private:
     // Touched only on strand_.
@@ -39,7 +40,7 @@ private:
 
     Strand strand_;
     std::vector<Lane> lanes_;
-    Stats& stats_;
+    DrainCounters counters_;
     uint64_t next_id_ = 0;
     std::unordered_map<uint64_t, Pending> pending_;
 };

@@ -1,6 +1,6 @@
 #pragma once
 // Owns: the event ring's read position, its epoll wake-up, the producer side of the batch queue.
-// Accepts: start(), kick(), on_queue_space(), drain(done), stop().
+// Accepts: start(), kick(), on_queue_space(), drain(done), stop(); from any thread: counters().
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -9,12 +9,11 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "actors/ActorCounters.hpp"
 #include "actors/Messages.hpp"
 #include "ring/RingView.hpp"
 
 namespace memtrack {
-
-class Stats;
 
 class RingConsumer {
 public:
@@ -30,7 +29,7 @@ public:
     // Called on the consumer's strand with each batch just before it is queued.
     using BatchHook = std::function<void(RecordBatch&)>;
 
-    RingConsumer(boost::asio::io_context& io, RingView& ring, BatchQueue& out, Stats& stats, Options opt);
+    RingConsumer(boost::asio::io_context& io, RingView& ring, BatchQueue& out, Options opt);
 
     void set_batch_ready(Done notify) { batch_ready_ = std::move(notify); }
     void set_chunk_observer(ChunkObserver obs) { observer_ = std::move(obs); }
@@ -46,6 +45,7 @@ public:
     // Reads until the consumer passes the producer position of this moment, then calls done.
     void drain(Done done);
     void stop();
+    ConsumerCounters counters() const { return counters_; }
 
 private:
     // Everything below is touched only on strand_.
@@ -59,7 +59,7 @@ private:
     Strand strand_;
     RingView& ring_;
     BatchQueue& out_;
-    Stats& stats_;
+    ConsumerCounters counters_;
     Options opt_;
     Done batch_ready_;
     ChunkObserver observer_;

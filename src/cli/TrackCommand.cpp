@@ -21,7 +21,7 @@
 #include "actors/PressureControl.hpp"
 #include "actors/ProcessLinks.hpp"
 #include "actors/RingConsumer.hpp"
-#include "actors/Stats.hpp"
+#include "actors/StatsReport.hpp"
 #include "actors/Symbolizer.hpp"
 #include "actors/Writer.hpp"
 #include "bpf/record.h"
@@ -117,8 +117,8 @@ std::vector<std::string> likely_modules(const TrackOptions& o, const std::string
 
 // One ring read by its own consumer into its own queue.
 struct Lane {
-    Lane(asio::io_context& io, RingView view, Stats& stats, RingConsumer::Options opt)
-        : ring(std::move(view)), consumer(io, ring, queue, stats, opt) {}
+    Lane(asio::io_context& io, RingView view, RingConsumer::Options opt)
+        : ring(std::move(view)), consumer(io, ring, queue, opt) {}
     RingView ring;
     BatchQueue queue;
     BatchPool pool;  // written batches the sink hands back for the consumer to reuse
@@ -134,9 +134,9 @@ public:
         : io_(io), opt_(opt), bpf_(bpf), child_(child), control_(control),
           hold_maps_(value_or_throw(HoldMaps::open(bpf.holds_map_fd(), bpf.held_map_fd(), bpf.hold_words(),
                                                    bpf.holds_outstanding()))),
-          holds_(io_, hold_maps_, hold_signals_, stats_, [&bpf](uint32_t i) { return bpf.counter(i); }),
-          events_(io, value_or_throw(RingView::map(bpf.events_ring_fd())), stats_, consumer_options(RingConsumer::Records::Events)),
-          writer_(io_, events_.queue, std::move(artifact), stats_),
+          holds_(io_, hold_maps_, hold_signals_, [&bpf](uint32_t i) { return bpf.counter(i); }),
+          events_(io, value_or_throw(RingView::map(bpf.events_ring_fd())), consumer_options(RingConsumer::Records::Events)),
+          writer_(io_, events_.queue, std::move(artifact)),
           pressure_(io_, holds_, WatermarkPolicy{opt.stop_fill, opt.resume_fill}),
           exit_watch_(io_, ::dup(child.pidfd())), guard_(guard), guard_watch_(io_, ::dup(guard.pidfd())),
           signals_(io_, SIGINT, SIGTERM, SIGHUP) {
@@ -144,18 +144,18 @@ public:
         pressure_.watch(&events_.ring);
         std::vector<DrainBarrier::Lane> lanes{{&events_.ring, &events_.consumer, &writer_}};
         if (stacks_file) {
-            stacks_.emplace(io, value_or_throw(RingView::map(bpf.stacks_ring_fd())), stats_,
+            stacks_.emplace(io, value_or_throw(RingView::map(bpf.stacks_ring_fd())),
                             consumer_options(RingConsumer::Records::Stacks));
-            symbolizer_.emplace(io_, stacks_->queue, std::move(*stacks_file), stats_, &holds_, std::move(resolver),
+            symbolizer_.emplace(io_, stacks_->queue, std::move(*stacks_file), &holds_, std::move(resolver),
                                 std::chrono::microseconds(opt.symbolize_delay_us));
             connect(*stacks_, *symbolizer_);
             stacks_->consumer.set_before_queue([this](RecordBatch& b) { symbolizer_->read_new_maps(b); });
             pressure_.watch(&stacks_->ring);
             lanes.push_back({&stacks_->ring, &stacks_->consumer, &*symbolizer_});
         }
-        drains_.emplace(io_, std::move(lanes), stats_);
+        drains_.emplace(io_, std::move(lanes));
         if (stacks_file && bpf_.unwind_rows_capacity()) unwind_ = value_or_throw(UnwindTables::open(bpf_));
-        links_.emplace(io_, bpf_, holds_, stats_, unwind_.get());
+        links_.emplace(io_, bpf_, holds_, unwind_.get());
         if (auto r = links_->attach_now(child.pid()); !r) throw FatalError("BPF attach failed: " + r.error().message());
         writer_.add_root_process(child.pid(), monotonic_ns());
         if (control_) control_->set_handlers(control_handlers());
@@ -280,29 +280,22 @@ private:
         return h;
     }
 
+    // --stats and the socket's `stats`: each owner's counters as of now, and the kernel's.
     boost::json::object live_stats() {
-        stats_.set_kernel_counters(bpf_.counter(MT_COUNTER_DROPPED), bpf_.counter(MT_COUNTER_NESTED),
-                                   bpf_.counter(MT_COUNTER_STALE_FRAME), bpf_.counter(MT_COUNTER_SELF_TRAPS));
-        stats_.set_pauses(holds_.counts());
-        stats_.set_max_fill(bpf_.max_fill_bytes(0), bpf_.max_fill_bytes(1), opt_.ring_size, bpf_.stop_bytes());
-        stats_.set_stack_counters(bpf_.counter(MT_COUNTER_STACKS_CAPTURED), bpf_.counter(MT_COUNTER_STACKS_SENT),
-                                  bpf_.counter(MT_COUNTER_STACK_ERRORS), bpf_.counter(MT_COUNTER_STACKS_DROPPED));
-        stats_.set_spawn_counters(bpf_.counter(MT_COUNTER_SPAWN_UNSTOPPED), bpf_.counter(MT_COUNTER_SPAWNS_DROPPED));
-        if (unwind_) {
-            UnwindCounters u = unwind_->counters();
-            u.cfi_frames = bpf_.counter(MT_COUNTER_UNWIND_CFI_FRAMES);
-            u.fp_frames = bpf_.counter(MT_COUNTER_UNWIND_FP_FRAMES);
-            u.walks_without_tables = bpf_.counter(MT_COUNTER_UNWIND_NO_TABLES);
-            u.walks_complete = bpf_.counter(MT_COUNTER_UNWIND_COMPLETE);
-            u.walks_truncated = bpf_.counter(MT_COUNTER_UNWIND_TRUNCATED);
-            u.walks_unsupported = bpf_.counter(MT_COUNTER_UNWIND_UNSUPPORTED);
-            u.walks_read_failed = bpf_.counter(MT_COUNTER_UNWIND_READ_FAILED);
-            u.walks_bad_frame = bpf_.counter(MT_COUNTER_UNWIND_BAD_FRAME);
-            u.walks_matched = bpf_.counter(MT_COUNTER_UNWIND_CHAINS_MATCHED);
-            u.walks_changed = bpf_.counter(MT_COUNTER_UNWIND_CHAINS_CHANGED);
-            stats_.set_unwind(u);
-        }
-        return stats_.to_json();
+        RunCounters c;
+        c.duration_ns = monotonic_ns() - started_ns_;
+        c.ring_bytes = opt_.ring_size;
+        c.events = events_.consumer.counters();
+        c.writer = writer_.counters();
+        if (symbolizer_) c.symbolizer = symbolizer_->counters();
+        c.drains = drains_->counters();
+        c.links = links_->counters();
+        c.holds = holds_.counts();
+        c.pauses = holds_.pause_counters();
+        c.kernel = read_kernel_counters(bpf_);
+        c.unwind = read_unwind_counters(unwind_.get(), bpf_);
+        c.shutdown = shutdown_counters_;
+        return stats_json(c);
     }
 
     // Stop recording, read the ring to the producer position of now, finish the artifact,
@@ -324,7 +317,7 @@ private:
             pressure_.resume_all([this, reply = std::move(reply)]() mutable {
                 if (reply) {
                     if (auto e = write_error()) reply(Error{"shutdown", {}, 0, "artifact incomplete: " + e->message()});
-                    else reply(boost::json::object{{"records", stats_.records_written()}});
+                    else reply(boost::json::object{{"records", writer_.counters().written.get()}});
                 }
                 stop_all();
             });
@@ -345,7 +338,7 @@ private:
                 sink.finish([this, all_done, t0, name, stacks](Result<uint64_t> written) mutable {
                     const uint64_t waited = monotonic_ns() - t0;
                     log::info("shutdown: {} file closed after {:.1f} ms", name, double(waited) / 1e6);
-                    stats_.on_shutdown_file_closed(stacks, waited);
+                    (stacks ? shutdown_counters_.stacks_closed_ns : shutdown_counters_.artifact_closed_ns).set(waited);
                     if (!written) record_write_error(written.error());
                     all_done();
                 });
@@ -446,7 +439,7 @@ private:
 
     void pressure_resume_remaining() {
         const FinalPass pass = holds_.close();
-        stats_.set_stopped_at_exit(pass.senders_left);
+        shutdown_counters_.stopped_at_exit.set(pass.senders_left);
     }
 
     std::optional<int> wait_with_timeout(std::chrono::milliseconds limit) {
@@ -463,7 +456,8 @@ private:
     BpfSession& bpf_;
     HeldChild& child_;
     Control* control_;
-    Stats stats_;
+    const uint64_t started_ns_ = monotonic_ns();  // the stats' duration_s
+    ShutdownCounters shutdown_counters_;
     HoldMaps hold_maps_;
     PidfdSignals hold_signals_;
     ProcessHolds holds_;  // before every actor that ends a pause
