@@ -69,7 +69,7 @@ TEST_CASE("Symbolizer: new mappings apply from the stack that brought them, not 
     }
     CHECK(frames[2][0].module == "/nonexistent/first");
     CHECK(frames[3][0].module == "/nonexistent/second");
-    CHECK(c.stacks_cut_outside_code == 0);
+    CHECK(c.stacks_cut_outside_code.get() == 0);
 }
 
 TEST_CASE("Symbolizer: a stack sent again is written, counted and timed once, its ring bytes every time") {
@@ -89,10 +89,10 @@ TEST_CASE("Symbolizer: a stack sent again is written, counted and timed once, it
     std::map<uint64_t, int> written;
     REQUIRE(read_stacks(path, [&](uint64_t hash, int32_t, std::vector<Frame>&&) { ++written[hash]; }));
     CHECK(written == std::map<uint64_t, int>{{7, 1}, {8, 1}});
-    CHECK(c.stacks_unique == 2);
+    CHECK(c.stacks_unique.get() == 2);
     CHECK(c.symbolize_ns.count() == 2);
     // No sample for the stacks that needed no symbolizing: the fastest one took time.
     CHECK(c.symbolize_ns.percentile(0.0) > 0);
     // Each of the four took a 16-byte header, one frame and the ring's 8-byte header.
-    CHECK(c.stack_ring_bytes == 4 * (MT_STACK_HEADER_BYTES + 8 + 8));
+    CHECK(c.stack_ring_bytes.get() == 4 * (MT_STACK_HEADER_BYTES + 8 + 8));
 }
