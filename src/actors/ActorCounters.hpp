@@ -16,7 +16,7 @@ namespace memtrack {
 // RingConsumer's, of the ring it reads.
 struct ConsumerCounters {
     Counter records, bytes, chunks, max_records_per_chunk;
-    Counter idle_ns;   // waited on an empty ring, from finding it empty to its next records
+    Counter idle_ns;     // waited on an empty ring, from finding it empty to its next records
     Histogram chunk_ns;  // reading one chunk and queuing it
 };
 
@@ -54,10 +54,10 @@ struct DrainCounters {
 
 // ProcessLinks': per-process probes and allocator discovery.
 struct LinkCounters {
-    Counter processes_probed;   // links of their own attached
-    Counter processes_shared;   // served by the shared links
+    Counter processes_probed;  // links of their own attached
+    Counter processes_shared;  // served by the shared links
     Counter probe_errors;
-    Histogram attach_ns;        // deciding and attaching a process's probes, either kind
+    Histogram attach_ns;       // deciding and attaching a process's probes, either kind
     std::array<Counter, kAllocatorKinds> objects_by_kind{};  // objects probed the first time, per kind
     Counter processes_without_allocator;
 };
