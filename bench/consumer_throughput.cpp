@@ -40,7 +40,7 @@
 #include "RingFeeder.hpp"
 #include "actors/DrainBarrier.hpp"
 #include "actors/Lane.hpp"
-#include "actors/Stats.hpp"
+#include "actors/StatsReport.hpp"
 #include "actors/Writer.hpp"
 #include "core/Clock.hpp"
 #include "core/Log.hpp"
@@ -93,7 +93,7 @@ FeedResult feed_all(RingFeeder& feeder, const RingView& ring, const Options& opt
     FeedResult res;
     const double cpu0 = thread_cpu_s();
     const uint64_t wakeup_bytes = uint64_t(opt.wakeup_fill * double(ring.capacity()));
-    const uint64_t batch_bytes = uint64_t(opt.batch) * (sizeof(mt_record) + RingView::kHeaderBytes);
+    const uint64_t batch_bytes = uint64_t(opt.batch) * RingView::record_bytes(sizeof(mt_record));
     const uint64_t limit = uint64_t(opt.max_fill * double(ring.capacity()));
     const uint64_t fill_before_batch = limit > batch_bytes ? limit - batch_bytes : 0;
     res.t_first_ns = monotonic_ns();
@@ -144,11 +144,11 @@ Check check_artifact(const std::string& path) {
 struct Pipeline {
     Pipeline(asio::io_context& consumer_io, asio::io_context& writer_io, RingView ring, ZstdFileWriter artifact,
              const Options& opt)
-        : lane(consumer_io, writer_io, std::move(ring), stats,
+        : lane(consumer_io, writer_io, std::move(ring),
                {RingConsumer::Records::Events, opt.chunk_records, std::chrono::microseconds(0),
                 std::chrono::milliseconds(10)},
-               std::move(artifact), stats),
-          barrier(consumer_io, {&lane}, stats), consumer_work(consumer_io.get_executor()),
+               std::move(artifact)),
+          barrier(consumer_io, {&lane}), consumer_work(consumer_io.get_executor()),
           writer_work(writer_io.get_executor()) {}
 
     // Reads the ring to the producer position of now, closes the artifact, lets the io_contexts
@@ -164,7 +164,14 @@ struct Pipeline {
         });
     }
 
-    Stats stats;
+    // The stats object memtrack writes, of what this pipeline has: its consumer and Writer.
+    boost::json::object stats() {
+        RunCounters c;
+        c.events = lane.consumer().counters();
+        c.writer = lane.sink().counters();
+        return stats_json(c);
+    }
+
     SinkLane<Writer> lane;
     DrainBarrier barrier;
     asio::executor_work_guard<asio::io_context::executor_type> consumer_work, writer_work;
@@ -248,7 +255,7 @@ int run(const Options& opt) {
                               {"mismatches", check.mismatches},
                               {"dropped", dropped},
                               {"ok", ok},
-                              {"stats", pipe.stats.to_json()}};
+                              {"stats", pipe.stats()}};
         boost::json::object per_thread;
         for (auto& [role, s] : cpu) per_thread[role] = per_thread.contains(role) ? per_thread[role].as_double() + s : s;
         j["thread_cpu_s"] = per_thread;

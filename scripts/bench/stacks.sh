@@ -11,7 +11,7 @@ for ((REP = 1; REP <= REPS; ++REP)); do
     done
 done
 echo "callsites $CALLSITES_N K: malloc+free pairs from K distinct call stacks; memtrack with stacks; medians of $REPS runs."
-echo "avg frames = (stack_ring_bytes / stacks_unique - 24) / 8 (a stack record is 16 bytes of header + 8 per frame"
+echo "avg frames = (stack_ring_bytes / stacks_sent - 24) / 8 (a stack record is 16 bytes of header + 8 per frame"
 echo "+ the ring's 8-byte header). Without deduplication every allocation event would carry its stack:"
 echo "ring bytes per event = 56 + 16 + 8 * avg_frames + 8."
 echo
@@ -20,7 +20,7 @@ echo "|--:|---------:|---------------------:|------------------:|--------------:
 for k in 1 1024; do
     p="callsites__memtrack__$k"
     su=$(stat_median "$p" .stacks_unique)
-    frames=$(calc "($(stat_median "$p" .stack_ring_bytes) / $su - 24) / 8")
+    frames=$(calc "($(stat_median "$p" .stack_ring_bytes) / $(stat_median "$p" .stacks_sent) - 24) / 8")
     printf '| %4s | %8s | %20s | %17s | %13s | %10s | %16s | %13s | %16s | %3s | %14s |\n' "$k" \
         "$(fmt "$(median "$WORK/t/$p")" '%.2f')" "$(fmt "$(median "$WORK/t/callsites__memtrack-nostacks__$k")" '%.2f')" \
         "$(fmt "$(stat_median "$p" .allocation_events)" '%.0f')" "$(fmt "$su" '%.0f')" "$(fmt "$frames" '%.1f')" \
@@ -31,7 +31,7 @@ done
 echo
 p=callsites__memtrack__1024
 su=$(stat_median "$p" .stacks_unique)
-frames=$(calc "($(stat_median "$p" .stack_ring_bytes) / $su - 24) / 8")
+frames=$(calc "($(stat_median "$p" .stack_ring_bytes) / $(stat_median "$p" .stacks_sent) - 24) / 8")
 p50=$(stat_median "$p" .symbolize_ms.p50)
 hit=$(stat_median "$p" .symbolizer_cache_hit_rate)
 echo "Symbolizer, K = 1024: $(fmt "$(calc "1000 / $p50")" '%.0f') stacks/s at the p50 symbolize time," \

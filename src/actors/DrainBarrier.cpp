@@ -3,7 +3,6 @@
 #include <boost/asio/post.hpp>
 
 #include "actors/Lane.hpp"
-#include "actors/Stats.hpp"
 #include "core/Clock.hpp"
 #include "core/Log.hpp"
 
@@ -11,8 +10,8 @@ namespace memtrack {
 
 namespace asio = boost::asio;
 
-DrainBarrier::DrainBarrier(asio::io_context& io, std::vector<Lane*> lanes, Stats& stats)
-    : strand_(asio::make_strand(io)), lanes_(std::move(lanes)), stats_(stats) {}
+DrainBarrier::DrainBarrier(asio::io_context& io, std::vector<Lane*> lanes)
+    : strand_(asio::make_strand(io)), lanes_(std::move(lanes)) {}
 
 void DrainBarrier::request(DrainDone done) { start(Kind::Flush, nullptr, std::move(done)); }
 
@@ -56,12 +55,12 @@ void DrainBarrier::lane_done(uint64_t id, size_t lane, Result<uint64_t> records)
     if (p.kind == Kind::Close) {
         const uint64_t waited = monotonic_ns() - p.start_ns;
         log::info("shutdown: {} file closed after {:.1f} ms", lane == 0 ? "artifact" : "stacks", double(waited) / 1e6);
-        stats_.on_shutdown_file_closed(lane != 0, waited);
+        (lane == 0 ? counters_.artifact_closed_ns : counters_.stacks_closed_ns).set(waited);
     }
     // The reply counts the event lane's records; any lane's error wins.
     if (!records.ok() || (lane == 0 && p.records.ok())) p.records = std::move(records);
     if (--p.lanes_left > 0) return;
-    if (p.kind == Kind::Flush) stats_.on_drain(monotonic_ns() - p.start_ns);
+    if (p.kind == Kind::Flush) counters_.drain_ns.add(monotonic_ns() - p.start_ns);
     auto done = std::move(p.done);
     auto result = std::move(p.records);
     pending_.erase(it);

@@ -3,7 +3,7 @@
 // Accepts: request(done): done(records written) once every record produced before the request,
 // on every lane, is consumed, written and flushed; close(read, done): the same barrier, then
 // every sink closes its file: read() once every lane is consumed through it, done(records
-// written, or the first error) once every file is closed.
+// written, or the first error) once every file is closed; from any thread: counters().
 //
 // The one route to "everything written": drain requests, and the shutdown that a command's exit,
 // a signal or a client's request starts.
@@ -11,19 +11,20 @@
 #include <unordered_map>
 #include <vector>
 
+#include "actors/ActorCounters.hpp"
 #include "actors/Messages.hpp"
 
 namespace memtrack {
 
 class Lane;
-class Stats;
 
 class DrainBarrier {
 public:
     // lanes[0] is the event lane: its record count is the reply's.
-    DrainBarrier(boost::asio::io_context& io, std::vector<Lane*> lanes, Stats& stats);
+    DrainBarrier(boost::asio::io_context& io, std::vector<Lane*> lanes);
     void request(DrainDone done);
     void close(Done read, DrainDone done);
+    DrainCounters counters() const { return counters_; }
 
 private:
     enum class Kind { Flush, Close };
@@ -43,7 +44,7 @@ private:
 
     Strand strand_;
     std::vector<Lane*> lanes_;
-    Stats& stats_;
+    DrainCounters counters_;
     uint64_t next_id_ = 0;
     std::unordered_map<uint64_t, Pending> pending_;
 };

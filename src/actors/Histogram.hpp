@@ -1,20 +1,23 @@
 #pragma once
 // A fixed-size log-linear histogram of durations (ns): constant memory however long the run,
-// percentiles within ~6 %, exact maximum.
+// percentiles within ~6 %, exact maximum. Its cells are Counters: one writer adds, any thread
+// may copy it (Counter.hpp); a copy taken while the writer adds may be a sample short here or there.
 #include <array>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+
+#include "actors/Counter.hpp"
 
 namespace memtrack {
 
 class Histogram {
 public:
     void add(uint64_t v) {
-        ++buckets_[index(v)];
-        ++count_;
-        if (v > max_) max_ = v;
-        sum_ += v;
+        buckets_[index(v)].add();
+        count_.add();
+        max_.raise_to(v);
+        sum_.add(v);
     }
     uint64_t count() const { return count_; }
     uint64_t max() const { return max_; }
@@ -22,18 +25,19 @@ public:
     // The value below which a fraction q of the samples fall (upper edge of its bucket, capped
     // at the maximum seen). 0 when empty.
     uint64_t percentile(double q) const {
-        if (count_ == 0) return 0;
-        uint64_t rank = uint64_t(q * double(count_));
-        if (rank >= count_) rank = count_ - 1;
+        const uint64_t count = count_, max = max_;
+        if (count == 0) return 0;
+        uint64_t rank = uint64_t(q * double(count));
+        if (rank >= count) rank = count - 1;
         uint64_t seen = 0;
         for (size_t i = 0; i < buckets_.size(); ++i) {
             seen += buckets_[i];
             if (seen > rank) {
                 const uint64_t upper = upper_edge(i);
-                return upper < max_ ? upper : max_;
+                return upper < max ? upper : max;
             }
         }
-        return max_;
+        return max;
     }
 
     static constexpr unsigned kSubBits = 4;  // 16 linear steps per power of two
@@ -52,8 +56,8 @@ public:
     }
 
 private:
-    std::array<uint64_t, (64 - kSubBits + 1) << kSubBits> buckets_{};
-    uint64_t count_ = 0, max_ = 0, sum_ = 0;
+    std::array<Counter, (64 - kSubBits + 1) << kSubBits> buckets_{};
+    Counter count_, max_, sum_;
 };
 
 }  // namespace memtrack

@@ -2,8 +2,8 @@
 
 namespace memtrack {
 
-Lane::Lane(boost::asio::io_context& io, RingView ring, Stats& stats, RingConsumer::Options opt)
-    : ring_(std::move(ring)), consumer_(io, ring_, queue_, stats, opt) {}
+Lane::Lane(boost::asio::io_context& io, RingView ring, RingConsumer::Options opt)
+    : ring_(std::move(ring)), consumer_(io, ring_, queue_, opt) {}
 
 void Lane::connect(BatchSink& sink) {
     sink_ = &sink;

@@ -15,8 +15,6 @@
 
 namespace memtrack {
 
-class Stats;
-
 class Lane {
 public:
     Lane(const Lane&) = delete;
@@ -28,7 +26,7 @@ public:
     BatchSink& sink() { return *sink_; }
 
 protected:
-    Lane(boost::asio::io_context& io, RingView ring, Stats& stats, RingConsumer::Options opt);
+    Lane(boost::asio::io_context& io, RingView ring, RingConsumer::Options opt);
     // The consumer tells the sink about batches, the sink tells the consumer about queue space,
     // and both share the pool of written batches.
     void connect(BatchSink& sink);
@@ -48,12 +46,12 @@ template <typename Sink>
 class SinkLane : public Lane {
 public:
     template <typename... Args>
-    SinkLane(boost::asio::io_context& io, RingView ring, Stats& stats, RingConsumer::Options opt, Args&&... args)
-        : SinkLane(io, io, std::move(ring), stats, opt, std::forward<Args>(args)...) {}
+    SinkLane(boost::asio::io_context& io, RingView ring, RingConsumer::Options opt, Args&&... args)
+        : SinkLane(io, io, std::move(ring), opt, std::forward<Args>(args)...) {}
     template <typename... Args>
-    SinkLane(boost::asio::io_context& consumer_io, boost::asio::io_context& sink_io, RingView ring, Stats& stats,
+    SinkLane(boost::asio::io_context& consumer_io, boost::asio::io_context& sink_io, RingView ring,
              RingConsumer::Options opt, Args&&... args)
-        : Lane(consumer_io, std::move(ring), stats, opt), sink_(sink_io, queue(), std::forward<Args>(args)...) {
+        : Lane(consumer_io, std::move(ring), opt), sink_(sink_io, queue(), std::forward<Args>(args)...) {
         connect(sink_);
     }
     Sink& sink() { return sink_; }

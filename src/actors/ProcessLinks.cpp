@@ -11,7 +11,6 @@
 
 #include <boost/asio/post.hpp>
 
-#include "actors/Stats.hpp"
 #include "bpf/record.h"
 #include "core/Clock.hpp"
 #include "core/Log.hpp"
@@ -40,12 +39,10 @@ ring_buffer* open_spawns(int map_fd, ring_buffer_sample_fn fn, void* ctx) {
 
 }  // namespace
 
-ProcessLinks::ProcessLinks(asio::io_context& io, BpfSession& bpf, ProcessHolds& holds, Stats& stats,
-                           UnwindTables* unwind)
+ProcessLinks::ProcessLinks(asio::io_context& io, BpfSession& bpf, ProcessHolds& holds, UnwindTables* unwind)
     : strand_(asio::make_strand(io)),
       bpf_(bpf),
       holds_(holds),
-      stats_(stats),
       unwind_(unwind),
       spawns_(open_spawns(bpf.spawns_ring_fd(), &ProcessLinks::on_spawn_record, this), ring_buffer__free),
       spawns_watch_(strand_, ::dup(ring_buffer__epoll_fd(spawns_.get()))),
@@ -83,7 +80,7 @@ void ProcessLinks::describe_unwind(pid_t pid) {
 
 void ProcessLinks::note_probed(pid_t pid, const ProbedObject& o) {
     if (!probed_.insert({o.object.dev, o.object.ino}).second) return;
-    stats_.on_object_probed(o.probes->kinds);
+    for (AllocatorKind k : o.probes->kinds) counters_.objects_by_kind[size_t(k)].add();
     log::info("process {}: probing {} ({}, {} probes)", pid, o.object.path, o.probes->kinds_text(),
               o.probes->entry.offsets.size());
 }
@@ -126,7 +123,8 @@ Result<void> ProcessLinks::attach_process(pid_t pid, uint64_t start_boottime, co
         if (!ec) on_exit(pid);
     });
     processes_.emplace(pid, std::move(p));
-    stats_.on_process_probes(monotonic_ns() - t0);
+    counters_.processes_probed.add();
+    counters_.attach_ns.add(monotonic_ns() - t0);
     return {};
 }
 
@@ -137,7 +135,8 @@ Result<void> ProcessLinks::use_shared(uint64_t t0, const std::vector<ProbedObjec
         if (auto r = bpf_.attach_shared(o); !r) return r.error();
         note_probed(0, o);
     }
-    stats_.on_shared_probes(monotonic_ns() - t0);
+    counters_.processes_shared.add();
+    counters_.attach_ns.add(monotonic_ns() - t0);
     return {};
 }
 
@@ -237,7 +236,7 @@ void ProcessLinks::release_spawned(uint32_t pid, uint64_t start_boottime, uint32
     if (!r) {
         // It runs unrecorded rather than stays stopped; an exit in between is not an error.
         if (r.error().err != ESRCH && r.error().err != ENOENT) {
-            stats_.on_process_probe_error();
+            counters_.probe_errors.add();
             log::error("probes for new process {}: {}", pid, r.error().message());
         }
     }
@@ -250,7 +249,7 @@ void ProcessLinks::release_new_code(uint32_t pid, uint32_t source) {
     auto objects = discover(pid_t(pid));
     if (!objects) {
         if (objects.error().err != ESRCH && objects.error().err != ENOENT) {
-            stats_.on_process_probe_error();
+            counters_.probe_errors.add();
             log::error("new code in process {}: {}", pid, objects.error().message());
         }
         holds_.release(pid, MT_HOLD_MODULE);
@@ -276,7 +275,7 @@ void ProcessLinks::release_new_code(uint32_t pid, uint32_t source) {
         if (r) {
             note_probed(pid_t(pid), o);
         } else {
-            stats_.on_process_probe_error();
+            counters_.probe_errors.add();
             log::error("probes for {} in process {}: {}", o.object.path, pid, r.error().message());
         }
     }
@@ -289,7 +288,7 @@ void ProcessLinks::release_new_code(uint32_t pid, uint32_t source) {
     const bool settled = (source == MT_CODE_EXEC && !loader) || st.loader_hooks >= 1;
     if (settled && !allocator && !st.warned) {
         st.warned = true;
-        stats_.on_process_without_allocator();
+        counters_.processes_without_allocator.add();
         log::warn("process {} maps no allocator memtrack knows (a stripped static executable?): its "
                   "allocations are not recorded", pid);
     }

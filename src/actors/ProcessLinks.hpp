@@ -4,7 +4,7 @@
 // the SPAWN pauses (a new process runs once its probes are decided and attached) and the MODULE
 // pauses (new code, at exec and at the loader's hook, runs once the objects it maps are probed).
 // Accepts: attach(pid, done) for a root process, spawn and new-code notices (ring), exits
-// (pidfds), stop().
+// (pidfds), stop(); from any thread: counters().
 //
 // Allocator discovery happens here: each object a process maps executable is classified by the
 // symbols it defines (AllocatorCatalog, resolved once per file by BpfSession::object_probes) and
@@ -26,6 +26,7 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "actors/ActorCounters.hpp"
 #include "actors/Messages.hpp"
 #include "core/Result.hpp"
 #include "probes/BpfSession.hpp"
@@ -38,7 +39,6 @@ namespace memtrack {
 
 class BpfSession;
 class ProcessHolds;
-class Stats;
 class UnwindTables;
 
 class ProcessLinks {
@@ -46,7 +46,7 @@ public:
     static constexpr size_t kMaxOwnLinked = 4;
 
     // unwind: the CFI walker's tables, described for each process before it runs new code (null: none).
-    ProcessLinks(boost::asio::io_context& io, BpfSession& bpf, ProcessHolds& holds, Stats& stats, UnwindTables* unwind);
+    ProcessLinks(boost::asio::io_context& io, BpfSession& bpf, ProcessHolds& holds, UnwindTables* unwind);
     ~ProcessLinks();
 
     // Attaches pid's probes now, from the caller's thread: only before the io_context runs (the
@@ -62,6 +62,7 @@ public:
     // Detaches every process's probes, closing links in parallel, and waits for the closes.
     // Only once the io_context has stopped.
     void close_all();
+    LinkCounters counters() const { return counters_; }
 
 private:
     using ObjectKey = std::pair<uint64_t, uint64_t>;  // (dev, ino)
@@ -98,7 +99,7 @@ private:
     Strand strand_;
     BpfSession& bpf_;
     ProcessHolds& holds_;
-    Stats& stats_;
+    LinkCounters counters_;
     UnwindTables* unwind_;
     std::unique_ptr<ring_buffer, void (*)(ring_buffer*)> spawns_;
     boost::asio::posix::stream_descriptor spawns_watch_;

@@ -5,7 +5,6 @@
 #include <boost/asio/post.hpp>
 
 #include "actors/BatchSink.hpp"
-#include "actors/Stats.hpp"
 #include "core/Clock.hpp"
 #include "core/Log.hpp"
 
@@ -13,8 +12,8 @@ namespace memtrack {
 
 namespace asio = boost::asio;
 
-RingConsumer::RingConsumer(asio::io_context& io, RingView& ring, BatchQueue& out, Stats& stats, Options opt)
-    : strand_(asio::make_strand(io)), ring_(ring), out_(out), stats_(stats), opt_(opt),
+RingConsumer::RingConsumer(asio::io_context& io, RingView& ring, BatchQueue& out, Options opt)
+    : strand_(asio::make_strand(io)), ring_(ring), out_(out), opt_(opt),
       wake_(strand_, ::dup(ring.fd())), delay_timer_(strand_), backstop_timer_(strand_) {}
 
 void RingConsumer::start() {
@@ -107,16 +106,18 @@ void RingConsumer::read_chunk() {
     if (after != before) {
         // Time spent with nothing to read: with resume-at-empty it is the gap between emptying
         // the ring and the paused producers' next records.
-        if (empty_since_ns_ && opt_.records == Records::Events) stats_.on_consumer_idle(t0 - empty_since_ns_);
+        if (empty_since_ns_) counters_.idle_ns.add(t0 - empty_since_ns_);
         empty_since_ns_ = 0;
         batch->end_pos = after;
         const uint64_t n = batch->records.size() + batch->stacks.size();
         if (before_queue_) before_queue_(*batch);
         out_.push(batch.release());
         sink_->notify();
-        // The stats' records are the artifact's (records = written + unwritten); the stacks lane
-        // has its own counters (stacks_*, symbolizer_*).
-        if (opt_.records == Records::Events) stats_.on_chunk(n, after - before, monotonic_ns() - t0);
+        counters_.records.add(n);
+        counters_.bytes.add(after - before);
+        counters_.chunks.add();
+        counters_.max_records_per_chunk.raise_to(n);
+        counters_.chunk_ns.add(monotonic_ns() - t0);
     }
     if (observer_) observer_(after, fill);
     complete_drains();

@@ -1,6 +1,6 @@
 #pragma once
 // Owns: the event ring's read position, its epoll wake-up, the producer side of the batch queue.
-// Accepts: start(), kick(), on_queue_space(), read_through(pos, done), stop().
+// Accepts: start(), kick(), on_queue_space(), read_through(pos, done), stop(); from any thread: counters().
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -9,13 +9,13 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "actors/ActorCounters.hpp"
 #include "actors/Messages.hpp"
 #include "ring/RingView.hpp"
 
 namespace memtrack {
 
 class BatchSink;
-class Stats;
 
 class RingConsumer {
 public:
@@ -31,7 +31,7 @@ public:
     // Called on the consumer's strand with each batch just before it is queued.
     using BatchHook = std::function<void(RecordBatch&)>;
 
-    RingConsumer(boost::asio::io_context& io, RingView& ring, BatchQueue& out, Stats& stats, Options opt);
+    RingConsumer(boost::asio::io_context& io, RingView& ring, BatchQueue& out, Options opt);
 
     void set_chunk_observer(ChunkObserver obs) { observer_ = std::move(obs); }
     void set_before_queue(BatchHook hook) { before_queue_ = std::move(hook); }
@@ -44,6 +44,7 @@ public:
     // done() once the consumer position is at least `pos` (a producer position: DrainBarrier).
     void read_through(uint64_t pos, Done done);
     void stop();
+    ConsumerCounters counters() const { return counters_; }
 
 private:
     friend class Lane;
@@ -64,7 +65,7 @@ private:
     Strand strand_;
     RingView& ring_;
     BatchQueue& out_;
-    Stats& stats_;
+    ConsumerCounters counters_;
     Options opt_;
     BatchSink* sink_ = nullptr;
     ChunkObserver observer_;

@@ -6,17 +6,17 @@
 
 #include "bpf/hold.h"
 #include "process/ProcessHolds.hpp"
-#include "actors/Stats.hpp"
 #include "bpf/record.h"
 #include "core/Clock.hpp"
 #include "core/Log.hpp"
+#include "ring/RingView.hpp"
 
 namespace memtrack {
 
-Symbolizer::Symbolizer(boost::asio::io_context& io, BatchQueue& in, ZstdFileWriter stacks_file, Stats& stats,
-                       ProcessHolds* holds, std::unique_ptr<Resolver> resolver,
+Symbolizer::Symbolizer(boost::asio::io_context& io, BatchQueue& in, ZstdFileWriter stacks_file, ProcessHolds* holds,
+                       std::unique_ptr<Resolver> resolver,
                        std::chrono::microseconds delay_per_stack)
-    : BatchSink(io, in), file_(std::move(stacks_file)), stats_(stats), holds_(holds),
+    : BatchSink(io, in), file_(std::move(stacks_file)), holds_(holds),
       resolver_(resolver ? std::move(resolver) : std::make_unique<Resolver>()), delay_per_stack_(delay_per_stack) {}
 
 Result<void> Symbolizer::finish_file() {
@@ -71,7 +71,7 @@ void Symbolizer::write_batch(const RecordBatch& b) {
     // The strand runs on whichever pool thread: CPU time is read on this one, around the batch.
     const uint64_t cpu_t0 = thread_cpu_ns();
     // This batch was popped: the ones still queued behind it, plus itself.
-    counters_.max_queued_batches = std::max<uint64_t>(counters_.max_queued_batches, queued() + 1);
+    counters_.max_queued_batches.raise_to(queued() + 1);
     buf_.clear();
     std::unordered_set<int32_t> reread;  // processes whose mappings this batch read again
     const uint64_t batch_t0 = monotonic_ns();
@@ -83,11 +83,9 @@ void Symbolizer::write_batch(const RecordBatch& b) {
         if ((s.flags & MT_STACK_NEW_MAPS) && next_maps < b.maps.size() && b.maps[next_maps].pid() == s.pid)
             install(b.maps[next_maps++]);
         if (!maps_.count(s.pid)) read_again(s.pid);
+        counters_.stack_ring_bytes.add(RingView::record_bytes(MT_STACK_HEADER_BYTES + 8 * s.ips.size()));
+        if (!written_.insert(s.hash).second) continue;  // in the file already: nothing to resolve
         const uint64_t t0 = monotonic_ns();
-        if (!written_.insert(s.hash).second) {
-            stats_.on_stack(MT_STACK_HEADER_BYTES + 8 * s.ips.size() + 8, 0);
-            continue;
-        }
         if (delay_per_stack_.count() > 0) std::this_thread::sleep_for(delay_per_stack_);
         frames.clear();
         for (size_t i = 0; i < s.ips.size(); ++i) {
@@ -95,8 +93,8 @@ void Symbolizer::write_batch(const RecordBatch& b) {
             if (!in_code(s.pid, ip, reread)) {
                 // A frame-pointer walk that left the stack reads data as return addresses: what
                 // follows the first one is no more a caller than it is.
-                ++counters_.stacks_cut_outside_code;
-                counters_.frames_cut_outside_code += s.ips.size() - i;
+                counters_.stacks_cut_outside_code.add();
+                counters_.frames_cut_outside_code.add(s.ips.size() - i);
                 break;
             }
             auto resolved = resolver_->resolve(maps_[s.pid], ip);
@@ -104,19 +102,19 @@ void Symbolizer::write_batch(const RecordBatch& b) {
                           std::make_move_iterator(resolved.end()));
         }
         encode_stack(s.hash, s.pid, frames, buf_);
-        stats_.on_stack(MT_STACK_HEADER_BYTES + 8 * s.ips.size() + 8, monotonic_ns() - t0);
+        counters_.stacks_unique.add();
+        counters_.symbolize_ns.add(monotonic_ns() - t0);
     }
     if (!buf_.empty()) {
         if (auto r = file_.write(buf_); !r) fail(r.error());
     }
     log::info("symbols: {} stacks symbolized in {:.1f} ms", b.stacks.size(), double(monotonic_ns() - batch_t0) / 1e6);
-    counters_.cache_hits = resolver_->cache_hits();
-    counters_.cache_misses = resolver_->cache_misses();
-    counters_.jit_frames = resolver_->jit_frames();
-    counters_.modules = resolver_->modules_loaded();
-    counters_.module_load_ns = resolver_->module_load_ns();
-    counters_.cpu_ns += thread_cpu_ns() - cpu_t0;
-    stats_.set_symbolizer(counters_);
+    counters_.cache_hits.set(resolver_->cache_hits());
+    counters_.cache_misses.set(resolver_->cache_misses());
+    counters_.jit_frames.set(resolver_->jit_frames());
+    counters_.modules.set(resolver_->modules_loaded());
+    counters_.module_load_ns.set(resolver_->module_load_ns());
+    counters_.cpu_ns.add(thread_cpu_ns() - cpu_t0);
 }
 
 }  // namespace memtrack

@@ -3,7 +3,7 @@
 // mappings snapshot of every process seen, the consumer side of the stack batch queue, and the
 // decision to end a first-stack pause (MT_HOLD_SNAPSHOT) once its mappings are read.
 // Accepts: notify(), flush_through(pos, done), finish(done) (from BatchSink); read_new_maps(batch)
-// on the stacks consumer's strand.
+// on the stacks consumer's strand; from any thread: counters().
 //
 // When symbolizing lags behind a flood of new stacks, nothing is dropped and memory stays
 // bounded: batches wait in the stack queue (64 batches of at most --chunk-records stacks); once
@@ -19,7 +19,7 @@
 #include <unordered_set>
 
 #include "actors/BatchSink.hpp"
-#include "actors/SymbolizerCounters.hpp"
+#include "actors/ActorCounters.hpp"
 #include "format/ZstdFileWriter.hpp"
 #include "symbols/ProcessMaps.hpp"
 #include "symbols/Resolver.hpp"
@@ -27,14 +27,13 @@
 namespace memtrack {
 
 class ProcessHolds;
-class Stats;
 
 class Symbolizer : public BatchSink {
 public:
     // `resolver` may already be preloading modules (Resolver::preload). `delay_per_stack` is a
     // testing knob (--symbolize-delay-us): a symbolizer that lags.
-    Symbolizer(boost::asio::io_context& io, BatchQueue& in, ZstdFileWriter stacks_file, Stats& stats,
-               ProcessHolds* holds, std::unique_ptr<Resolver> resolver = nullptr,
+    Symbolizer(boost::asio::io_context& io, BatchQueue& in, ZstdFileWriter stacks_file, ProcessHolds* holds,
+               std::unique_ptr<Resolver> resolver = nullptr,
                std::chrono::microseconds delay_per_stack = {});
 
     // On the stacks consumer's strand, before `b` is queued: reads the mappings of every process
@@ -43,6 +42,7 @@ public:
     // for a debuginfod server (up to DEBUGINFOD_TIMEOUT). It waits only when the queue is full,
     // as pressure does. Touches nothing of the strand's.
     void read_new_maps(RecordBatch& b) const;
+    SymbolizerCounters counters() const { return counters_; }
 
 private:
     // Touched only on the strand.
@@ -56,13 +56,13 @@ private:
     bool in_code(int32_t pid, uint64_t ip, std::unordered_set<int32_t>& reread);
 
     ZstdFileWriter file_;
-    Stats& stats_;
     ProcessHolds* holds_;  // null: nothing is ever held for a snapshot (tests)
     std::unique_ptr<Resolver> resolver_;
     std::chrono::microseconds delay_per_stack_;
     SymbolizerCounters counters_;
     std::unordered_map<int32_t, ProcessMaps> maps_;
-    std::unordered_set<uint64_t> written_;  // a stack sent twice (LRU eviction) is written once
+    // The stacks in the file: a stack sent again (BPF's LRU forgot it) is written and counted once.
+    std::unordered_set<uint64_t> written_;
     std::string buf_;
 };
 

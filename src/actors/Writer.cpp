@@ -2,7 +2,6 @@
 
 #include <boost/asio/post.hpp>
 
-#include "actors/Stats.hpp"
 #include "core/Clock.hpp"
 #include "format/ArtifactEncoder.hpp"
 
@@ -10,8 +9,8 @@ namespace memtrack {
 
 namespace asio = boost::asio;
 
-Writer::Writer(asio::io_context& io, BatchQueue& in, ZstdFileWriter artifact, Stats& stats)
-    : BatchSink(io, in), artifact_(std::move(artifact)), stats_(stats) {}
+Writer::Writer(asio::io_context& io, BatchQueue& in, ZstdFileWriter artifact)
+    : BatchSink(io, in), artifact_(std::move(artifact)) {}
 
 void Writer::add_root_process(int32_t pid, uint64_t start_ns) {
     asio::post(strand(), [this, pid, start_ns] { live_processes_.emplace(pid, start_ns); });
@@ -40,7 +39,7 @@ void Writer::write_batch(const RecordBatch& b) {
             break;
         case EventKind::Exit:
             if (auto it = live_processes_.find(ev->pid); it != live_processes_.end()) {
-                stats_.add_process_lifetime(ev->timestamp - it->second);
+                counters_.process_lifetime_ns.add(ev->timestamp - it->second);
                 live_processes_.erase(it);
             }
             break;
@@ -48,7 +47,7 @@ void Writer::write_batch(const RecordBatch& b) {
             break;
         }
     }
-    if (failed()) return stats_.on_unwritten(b.records.size());
+    if (failed()) return counters_.unwritten.add(b.records.size());
     unflushed_records_ += b.records.size();
     unflushed_events_ += artifact_events;
     unflushed_allocations_ += allocations;
@@ -69,7 +68,7 @@ Result<void> Writer::flush_file() {
 
 Result<void> Writer::finish_file() {
     const uint64_t now = monotonic_ns();
-    for (auto& [pid, start] : live_processes_) stats_.add_process_lifetime(now - start);
+    for (auto& [pid, start] : live_processes_) counters_.process_lifetime_ns.add(now - start);
     live_processes_.clear();
     auto r = artifact_.finish();
     if (r) credit_written();
@@ -78,12 +77,14 @@ Result<void> Writer::finish_file() {
 }
 
 void Writer::credit_written() {
-    stats_.on_written(unflushed_records_, unflushed_events_, unflushed_allocations_);
+    counters_.written.add(unflushed_records_);
+    counters_.artifact_events.add(unflushed_events_);
+    counters_.allocations.add(unflushed_allocations_);
     unflushed_records_ = unflushed_events_ = unflushed_allocations_ = 0;
 }
 
 void Writer::lose_unwritten() {
-    stats_.on_unwritten(unflushed_records_);
+    counters_.unwritten.add(unflushed_records_);
     unflushed_records_ = unflushed_events_ = unflushed_allocations_ = 0;
 }
 

@@ -1,24 +1,25 @@
 #pragma once
 // Owns: the artifact file and its zstd stream, the consumer side of the event batch queue, and
 // the table of live tracked processes (for their lifetimes).
-// Accepts: notify(), flush_through(pos, done), finish(done) (from BatchSink), add_root_process().
+// Accepts: notify(), flush_through(pos, done), finish(done) (from BatchSink), add_root_process();
+// from any thread: counters().
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
 
+#include "actors/ActorCounters.hpp"
 #include "actors/BatchSink.hpp"
 #include "format/ZstdFileWriter.hpp"
 
 namespace memtrack {
 
-class Stats;
-
 class Writer : public BatchSink {
 public:
-    Writer(boost::asio::io_context& io, BatchQueue& in, ZstdFileWriter artifact, Stats& stats);
+    Writer(boost::asio::io_context& io, BatchQueue& in, ZstdFileWriter artifact);
 
     // A process whose start no Fork record reports (the command memtrack forked, an attached pid).
     void add_root_process(int32_t pid, uint64_t start_ns);
+    WriterCounters counters() const { return counters_; }
 
 private:
     // Touched only on the strand.
@@ -31,7 +32,7 @@ private:
     void lose_unwritten();
 
     ZstdFileWriter artifact_;
-    Stats& stats_;
+    WriterCounters counters_;
     std::vector<char> buf_;  // one batch's encoded events
     // Handed to the compressor since the last successful flush.
     uint64_t unflushed_records_ = 0, unflushed_events_ = 0, unflushed_allocations_ = 0;

@@ -22,7 +22,7 @@
 #include "actors/PressureControl.hpp"
 #include "actors/ProcessLinks.hpp"
 #include "actors/RingConsumer.hpp"
-#include "actors/Stats.hpp"
+#include "actors/StatsReport.hpp"
 #include "actors/Symbolizer.hpp"
 #include "actors/Writer.hpp"
 #include "bpf/record.h"
@@ -125,25 +125,25 @@ public:
         : io_(io), opt_(opt), bpf_(bpf), child_(child), control_(control),
           hold_maps_(value_or_throw(HoldMaps::open(bpf.holds_map_fd(), bpf.held_map_fd(), bpf.hold_words(),
                                                    bpf.holds_outstanding()))),
-          holds_(io_, hold_maps_, hold_signals_, stats_, [&bpf](uint32_t i) { return bpf.counter(i); }),
-          events_(io, value_or_throw(RingView::map(bpf.events_ring_fd())), stats_, consumer_options(RingConsumer::Records::Events),
-                  std::move(artifact), stats_),
+          holds_(io_, hold_maps_, hold_signals_, [&bpf](uint32_t i) { return bpf.counter(i); }),
+          events_(io, value_or_throw(RingView::map(bpf.events_ring_fd())), consumer_options(RingConsumer::Records::Events),
+                  std::move(artifact)),
           pressure_(io_, holds_, WatermarkPolicy{opt.stop_fill, opt.resume_fill}),
           exit_watch_(io_, ::dup(child.pidfd())), guard_(guard), guard_watch_(io_, ::dup(guard.pidfd())),
           signals_(io_, SIGINT, SIGTERM, SIGHUP) {
         watch_pressure(events_);
         std::vector<Lane*> lanes{&events_};
         if (stacks_file) {
-            stacks_.emplace(io, value_or_throw(RingView::map(bpf.stacks_ring_fd())), stats_,
-                            consumer_options(RingConsumer::Records::Stacks), std::move(*stacks_file), stats_, &holds_,
+            stacks_.emplace(io, value_or_throw(RingView::map(bpf.stacks_ring_fd())),
+                            consumer_options(RingConsumer::Records::Stacks), std::move(*stacks_file), &holds_,
                             std::move(resolver), std::chrono::microseconds(opt.symbolize_delay_us));
             stacks_->consumer().set_before_queue([this](RecordBatch& b) { stacks_->sink().read_new_maps(b); });
             watch_pressure(*stacks_);
             lanes.push_back(&*stacks_);
         }
-        drains_.emplace(io_, std::move(lanes), stats_);
+        drains_.emplace(io_, std::move(lanes));
         if (stacks_file && bpf_.unwind_rows_capacity()) unwind_ = value_or_throw(UnwindTables::open(bpf_));
-        links_.emplace(io_, bpf_, holds_, stats_, unwind_.get());
+        links_.emplace(io_, bpf_, holds_, unwind_.get());
         if (auto r = links_->attach_now(child.pid()); !r) throw FatalError("BPF attach failed: " + r.error().message());
         events_.sink().add_root_process(child.pid(), monotonic_ns());
         if (control_) control_->set_handlers(control_handlers());
@@ -264,29 +264,22 @@ private:
         return h;
     }
 
+    // --stats and the socket's `stats`: each owner's counters as of now, and the kernel's.
     boost::json::object live_stats() {
-        stats_.set_kernel_counters(bpf_.counter(MT_COUNTER_DROPPED), bpf_.counter(MT_COUNTER_NESTED),
-                                   bpf_.counter(MT_COUNTER_STALE_FRAME), bpf_.counter(MT_COUNTER_SELF_TRAPS));
-        stats_.set_pauses(holds_.counts());
-        stats_.set_max_fill(bpf_.max_fill_bytes(0), bpf_.max_fill_bytes(1), opt_.ring_size, bpf_.stop_bytes());
-        stats_.set_stack_counters(bpf_.counter(MT_COUNTER_STACKS_CAPTURED), bpf_.counter(MT_COUNTER_STACKS_SENT),
-                                  bpf_.counter(MT_COUNTER_STACK_ERRORS), bpf_.counter(MT_COUNTER_STACKS_DROPPED));
-        stats_.set_spawn_counters(bpf_.counter(MT_COUNTER_SPAWN_UNSTOPPED), bpf_.counter(MT_COUNTER_SPAWNS_DROPPED));
-        if (unwind_) {
-            UnwindCounters u = unwind_->counters();
-            u.cfi_frames = bpf_.counter(MT_COUNTER_UNWIND_CFI_FRAMES);
-            u.fp_frames = bpf_.counter(MT_COUNTER_UNWIND_FP_FRAMES);
-            u.walks_without_tables = bpf_.counter(MT_COUNTER_UNWIND_NO_TABLES);
-            u.walks_complete = bpf_.counter(MT_COUNTER_UNWIND_COMPLETE);
-            u.walks_truncated = bpf_.counter(MT_COUNTER_UNWIND_TRUNCATED);
-            u.walks_unsupported = bpf_.counter(MT_COUNTER_UNWIND_UNSUPPORTED);
-            u.walks_read_failed = bpf_.counter(MT_COUNTER_UNWIND_READ_FAILED);
-            u.walks_bad_frame = bpf_.counter(MT_COUNTER_UNWIND_BAD_FRAME);
-            u.walks_matched = bpf_.counter(MT_COUNTER_UNWIND_CHAINS_MATCHED);
-            u.walks_changed = bpf_.counter(MT_COUNTER_UNWIND_CHAINS_CHANGED);
-            stats_.set_unwind(u);
-        }
-        return stats_.to_json();
+        RunCounters c;
+        c.duration_ns = monotonic_ns() - started_ns_;
+        c.ring_bytes = opt_.ring_size;
+        c.events = events_.consumer().counters();
+        c.writer = events_.sink().counters();
+        if (stacks_) c.symbolizer = stacks_->sink().counters();
+        c.drains = drains_->counters();
+        c.links = links_->counters();
+        c.holds = holds_.counts();
+        c.pauses = holds_.pause_counters();
+        c.kernel = read_kernel_counters(bpf_);
+        c.unwind = read_unwind_counters(unwind_.get(), bpf_);
+        c.shutdown = shutdown_counters_;
+        return stats_json(c);
     }
 
     // Stop recording, read the ring to the producer position of now, finish the artifact,
@@ -317,7 +310,7 @@ private:
                 pressure_.resume_all([this, reply = std::move(reply)]() mutable {
                     if (reply) {
                         if (auto e = write_error()) reply(Error{"shutdown", {}, 0, "artifact incomplete: " + e->message()});
-                        else reply(boost::json::object{{"records", stats_.records_written()}});
+                        else reply(boost::json::object{{"records", events_.sink().counters().written.get()}});
                     }
                     stop_all();
                 });
@@ -415,7 +408,7 @@ private:
 
     void pressure_resume_remaining() {
         const FinalPass pass = holds_.close();
-        stats_.set_stopped_at_exit(pass.senders_left);
+        shutdown_counters_.stopped_at_exit.set(pass.senders_left);
     }
 
     std::optional<int> wait_with_timeout(std::chrono::milliseconds limit) {
@@ -432,7 +425,8 @@ private:
     BpfSession& bpf_;
     HeldChild& child_;
     Control* control_;
-    Stats stats_;
+    const uint64_t started_ns_ = monotonic_ns();  // the stats' duration_s
+    ShutdownCounters shutdown_counters_;
     HoldMaps hold_maps_;
     PidfdSignals hold_signals_;
     ProcessHolds holds_;  // before every actor that ends a pause

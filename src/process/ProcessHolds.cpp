@@ -4,7 +4,6 @@
 
 #include <boost/asio/post.hpp>
 
-#include "actors/Stats.hpp"
 #include "bpf/record.h"
 #include "core/Clock.hpp"
 #include "core/Log.hpp"
@@ -18,9 +17,9 @@ namespace {
 constexpr auto kRetry = std::chrono::microseconds(200);
 }  // namespace
 
-ProcessHolds::ProcessHolds(asio::io_context& io, HoldStore& store, HoldSignals& signals, Stats& stats,
+ProcessHolds::ProcessHolds(asio::io_context& io, HoldStore& store, HoldSignals& signals,
                            std::function<uint64_t(uint32_t)> kernel_counter)
-    : strand_(asio::make_strand(io)), store_(store), signals_(signals), stats_(stats),
+    : strand_(asio::make_strand(io)), store_(store), signals_(signals),
       kernel_counter_(std::move(kernel_counter)), retry_timer_(strand_) {}
 
 void ProcessHolds::release(uint32_t pid, uint32_t reason) {
@@ -61,9 +60,18 @@ void ProcessHolds::account(uint32_t pid, uint32_t reason, const HoldRelease& r) 
     released_[index].fetch_add(1, std::memory_order_relaxed);
     const uint64_t now = monotonic_ns();
     const uint64_t held_ns = r.since_ns && r.since_ns <= now ? now - r.since_ns : 0;
-    if (reason == MT_HOLD_PRESSURE) stats_.on_resume(int32_t(pid), held_ns);
-    else if (reason == MT_HOLD_SPAWN) stats_.on_spawn_held(held_ns);
-    else if (reason == MT_HOLD_MODULE) stats_.on_new_code_held(held_ns);
+    std::lock_guard lock(pause_counters_mu_);
+    PauseCounters& c = pause_counters_;
+    if (reason == MT_HOLD_PRESSURE) {
+        auto& by_pid = c.pressure_resumes_by_pid;
+        if (by_pid.size() < PauseCounters::kMaxPids || by_pid.count(int32_t(pid))) ++by_pid[int32_t(pid)];
+        c.paused_ns.add(held_ns);
+        c.stop_to_resume_ns.add(held_ns);
+    } else if (reason == MT_HOLD_SPAWN) {
+        c.spawn_held_ns.add(held_ns);
+    } else if (reason == MT_HOLD_MODULE) {
+        c.new_code_held_ns.add(held_ns);
+    }
 }
 
 void ProcessHolds::arm_retry() {
@@ -121,6 +129,11 @@ HoldCounts ProcessHolds::counts() const {
     c.signal_failures = kernel_counter_(MT_COUNTER_SIGNAL_FAILED);
     c.failed = kernel_counter_(MT_COUNTER_HOLD_FAILED);
     return c;
+}
+
+PauseCounters ProcessHolds::pause_counters() const {
+    std::lock_guard lock(pause_counters_mu_);
+    return pause_counters_;
 }
 
 }  // namespace memtrack

@@ -3,13 +3,14 @@
 // index, through a HoldStore), the only SIGCONTs memtrack sends, and the pause counters.
 // Accepts: release(pid, reason), release_every(reason, still_wanted, done), stop_pausing(),
 // close() once the io_context has stopped; from any thread: outstanding(reason),
-// held_for(reasons), counts().
+// held_for(reasons), counts(), pause_counters().
 //
 // The protocol is src/bpf/hold.h's; docs/ARCHITECTURE.md draws it as a state machine.
 #include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <utility>
@@ -17,14 +18,13 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include "actors/ActorCounters.hpp"
 #include "actors/Messages.hpp"
 #include "bpf/hold.h"
 #include "process/HoldRelease.hpp"
 #include "process/HoldStore.hpp"
 
 namespace memtrack {
-
-class Stats;
 
 // Pauses per reason index (hold.h): begun (BPF), ended by memtrack, ended by the process's exit.
 // Once nothing is held, taken == released + exited for every reason.
@@ -38,7 +38,7 @@ struct HoldCounts {
 class ProcessHolds {
 public:
     // kernel_counter(i): BPF's counter i (record.h's mt_counter), summed over CPUs.
-    ProcessHolds(boost::asio::io_context& io, HoldStore& store, HoldSignals& signals, Stats& stats,
+    ProcessHolds(boost::asio::io_context& io, HoldStore& store, HoldSignals& signals,
                  std::function<uint64_t(uint32_t)> kernel_counter);
 
     // Ends `reason` (one MT_HOLD_* bit) on pid, retrying shortly while senders are in flight.
@@ -58,6 +58,7 @@ public:
     // pid's `held` entry (its start time, when each reason was taken), if it has one.
     std::optional<mt_held> entry(uint32_t pid) const { return store_.entry(pid); }
     HoldCounts counts() const;
+    PauseCounters pause_counters() const;
 
 private:
     // On strand_.
@@ -68,12 +69,13 @@ private:
     Strand strand_;
     HoldStore& store_;
     HoldSignals& signals_;
-    Stats& stats_;
     std::function<uint64_t(uint32_t)> kernel_counter_;
     boost::asio::steady_timer retry_timer_;
     std::set<std::pair<uint32_t, uint32_t>> retries_;  // (pid, reason) found busy
     bool retry_armed_ = false;
     std::array<std::atomic<uint64_t>, MT_HOLD_REASONS> released_{};
+    mutable std::mutex pause_counters_mu_;  // ActorCounters.hpp says why PauseCounters has a lock
+    PauseCounters pause_counters_;
     // Where release_every starts, per reason: it stops once the rings fill again, and starting
     // at the same process every time left the last ones held for several rounds.
     std::array<size_t, MT_HOLD_REASONS> next_first_{};

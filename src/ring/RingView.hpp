@@ -6,12 +6,19 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <linux/bpf.h>
+
 #include "core/Result.hpp"
 
 namespace memtrack {
 
 class RingView {
 public:
+    // The kernel's header before each record (its length and busy/discard bits).
+    static constexpr uint32_t kHeaderBytes = BPF_RINGBUF_HDR_SZ;
+    // The ring bytes a record of `len` bytes takes: its header, and padding to 8 bytes.
+    static constexpr uint64_t record_bytes(uint64_t len) { return (len + kHeaderBytes + 7) & ~uint64_t(7); }
+
     static Result<RingView> map(int map_fd);
     // Takes over mappings laid out as map() makes them: `consumer` one page, `producer` one page
     // followed by the data area (`capacity` bytes, a power of two) mapped twice back to back;
@@ -22,10 +29,6 @@ public:
     RingView& operator=(RingView&&) = delete;
     RingView(const RingView&) = delete;
     ~RingView();
-
-    // Before every record: its length word (busy and discard bits on top) and 4 bytes of page
-    // offset the kernel keeps; records are 8-byte aligned.
-    static constexpr uint32_t kHeaderBytes = 8;
 
     int fd() const { return fd_; }
     uint64_t capacity() const { return mask_ + 1; }
@@ -45,8 +48,8 @@ public:
 
 private:
     RingView() = default;
-    static constexpr uint32_t kBusyBit = 1u << 31;
-    static constexpr uint32_t kDiscardBit = 1u << 30;
+    static constexpr uint32_t kBusyBit = BPF_RINGBUF_BUSY_BIT;
+    static constexpr uint32_t kDiscardBit = BPF_RINGBUF_DISCARD_BIT;
 
     int fd_ = -1;
     uint64_t mask_ = 0;
@@ -71,7 +74,7 @@ size_t RingView::consume(size_t max_records, Fn&& fn) {
             fn(static_cast<const void*>(hdr + kHeaderBytes), len);
             ++n;
         }
-        cons += (uint64_t(len) + kHeaderBytes + 7) & ~uint64_t(7);
+        cons += record_bytes(len);
     }
     // Published once per call, not per record: every reservation reads this cache line, and a
     // store per record made each producer's reservation miss on it while we read.

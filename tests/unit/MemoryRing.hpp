@@ -60,7 +60,7 @@ public:
     bool write(const void* record, uint32_t len) {
         const uint64_t prod = std::atomic_ref<uint64_t>(*producer_).load(std::memory_order_relaxed);
         const uint64_t cons = std::atomic_ref<uint64_t>(*consumer_).load(std::memory_order_acquire);
-        const uint64_t total = (uint64_t(len) + RingView::kHeaderBytes + 7) & ~uint64_t(7);
+        const uint64_t total = RingView::record_bytes(len);
         if (prod + total - cons > capacity_) return false;
         uint8_t* hdr = data_ + (prod & (capacity_ - 1));
         std::memcpy(hdr + RingView::kHeaderBytes, record, len);
@@ -84,7 +84,7 @@ public:
     }
     uint64_t producer_pos() const { return std::atomic_ref<uint64_t>(*producer_).load(std::memory_order_acquire); }
     uint64_t consumer_pos() const { return std::atomic_ref<uint64_t>(*consumer_).load(std::memory_order_acquire); }
-    static constexpr uint64_t kEventBytes = (sizeof(mt_record) + RingView::kHeaderBytes + 7) & ~uint64_t(7);
+    static constexpr uint64_t kEventBytes = RingView::record_bytes(sizeof(mt_record));
 
 private:
     uint64_t capacity_;

@@ -22,7 +22,6 @@
 #include "actors/PressureControl.hpp"
 #include "actors/Writer.hpp"
 #include "bpf/hold.h"
-#include "actors/Stats.hpp"
 #include "process/HoldRelease.hpp"
 #include "process/ProcessHolds.hpp"
 #include "process/HoldStore.hpp"
@@ -379,8 +378,7 @@ TEST_CASE("holds: stop_pausing closes the protocol before it returns, and resume
     boost::asio::io_context io;  // not run yet: the strand is "busy"
     FakeStore store(64);
     FakeSignals sig;
-    Stats stats;
-    ProcessHolds holds(io, store, sig, stats, [](uint32_t) { return uint64_t(0); });
+    ProcessHolds holds(io, store, sig, [](uint32_t) { return uint64_t(0); });
     CHECK(hold_process(store, sig, 11, MT_HOLD_PRESSURE, true));
     holds.stop_pausing();
     CHECK(word(store, MT_HOLD_CLOSED_WORD) == 1);
@@ -406,14 +404,13 @@ TEST_CASE("pressure: producers resume between chunks once the rings are below th
     boost::asio::io_context io;
     FakeStore store(64);
     FakeSignals sig;
-    Stats stats;
-    ProcessHolds holds(io, store, sig, stats, [](uint32_t) { return uint64_t(0); });
+    ProcessHolds holds(io, store, sig, [](uint32_t) { return uint64_t(0); });
     CHECK(hold_process(store, sig, 7, MT_HOLD_PRESSURE, true));  // BPF's stop at 3/4
     auto artifact = ZstdFileWriter::create(dir / "events.MemtrackArtifact.msgpack");
     REQUIRE(artifact);
-    SinkLane<Writer> lane(io, ring.view(), stats,
+    SinkLane<Writer> lane(io, ring.view(),
                           {RingConsumer::Records::Events, 1024, std::chrono::microseconds(0), std::chrono::milliseconds(10)},
-                          std::move(artifact).value(), stats);
+                          std::move(artifact).value());
     PressureControl pressure(io, holds, WatermarkPolicy{0.75, 0.25});
     pressure.watch(&lane.ring());
     lane.consumer().set_chunk_observer([&](uint64_t, double fill) { pressure.on_chunk(fill); });
@@ -435,4 +432,31 @@ TEST_CASE("pressure: producers resume between chunks once the rings are below th
     pressure.stop();
     lane.consumer().stop();
     io.run();
+}
+
+TEST_CASE("holds: each pause ProcessHolds ends is counted under its reason, pressure resumes per process") {
+    boost::asio::io_context io;
+    FakeStore store(64);
+    FakeSignals sig;
+    ProcessHolds holds(io, store, sig, [](uint32_t) { return uint64_t(0); });
+    for (int round = 0; round < 2; ++round) {
+        CHECK(hold_process(store, sig, 21, MT_HOLD_PRESSURE, true));
+        if (round == 0) CHECK(hold_process(store, sig, 22, MT_HOLD_PRESSURE, true));
+        if (round == 0) CHECK(hold_process(store, sig, 23, MT_HOLD_SPAWN, true));
+        holds.release(21, MT_HOLD_PRESSURE);
+        if (round == 0) holds.release(22, MT_HOLD_PRESSURE);
+        if (round == 0) holds.release(23, MT_HOLD_SPAWN);
+        holds.release(24, MT_HOLD_MODULE);  // never held: nothing ends, nothing counted
+        io.restart();
+        io.run();
+    }
+    const PauseCounters c = holds.pause_counters();
+    CHECK(c.pressure_resumes_by_pid == std::map<int32_t, uint64_t>{{21, 2}, {22, 1}});
+    CHECK(c.stop_to_resume_ns.count() == 3);
+    CHECK(c.spawn_held_ns.count() == 1);
+    CHECK(c.new_code_held_ns.count() == 0);
+    const HoldCounts counts = holds.counts();
+    CHECK(counts.released[mt_hold_reason_index(MT_HOLD_PRESSURE)] == 3);
+    CHECK(counts.released[mt_hold_reason_index(MT_HOLD_SPAWN)] == 1);
+    for (uint32_t pid : {21u, 22u, 23u}) CHECK_FALSE(sig.stopped(pid));
 }

@@ -12,7 +12,6 @@
 #include "TestFiles.hpp"
 #include "actors/DrainBarrier.hpp"
 #include "actors/Lane.hpp"
-#include "actors/Stats.hpp"
 #include "actors/Writer.hpp"
 #include "format/ArtifactReader.hpp"
 #include "format/ZstdFileWriter.hpp"
@@ -61,9 +60,8 @@ TEST_CASE("DrainBarrier: a drain answers with every record written before it, th
     const std::string path = dir / "events.MemtrackArtifact.msgpack";
     MemoryRing ring(kRingBytes);
     boost::asio::io_context io;
-    Stats stats;
-    SinkLane<Writer> lane(io, ring.view(), stats, events_options(16), artifact_at(path), stats);
-    DrainBarrier barrier(io, {&lane}, stats);
+    SinkLane<Writer> lane(io, ring.view(), events_options(16), artifact_at(path));
+    DrainBarrier barrier(io, {&lane});
 
     for (uint64_t i = 0; i < 100; ++i) REQUIRE(ring.write_event(i));
     lane.consumer().start();
@@ -86,7 +84,7 @@ TEST_CASE("DrainBarrier: a drain answers with every record written before it, th
 
     CHECK(order == std::vector<std::string>{"drained", "read", "closed"});
     CHECK(ring.consumer_pos() == ring.producer_pos());
-    CHECK(stats.records_written() == 130);
+    CHECK(lane.sink().counters().written.get() == 130);
     check_artifact(path, 130);
 }
 
@@ -95,10 +93,9 @@ TEST_CASE("RingConsumer: a full batch queue stops the reading, and the sink's pr
     const std::string path = dir / "events.MemtrackArtifact.msgpack";
     MemoryRing ring(kRingBytes);
     boost::asio::io_context consumer_io, sink_io;
-    Stats stats;
     // A batch per record, and the sink on an io_context of its own that runs only when told.
-    SinkLane<Writer> lane(consumer_io, sink_io, ring.view(), stats, events_options(1), artifact_at(path), stats);
-    DrainBarrier barrier(consumer_io, {&lane}, stats);
+    SinkLane<Writer> lane(consumer_io, sink_io, ring.view(), events_options(1), artifact_at(path));
+    DrainBarrier barrier(consumer_io, {&lane});
 
     constexpr uint64_t kEvents = 200;
     for (uint64_t i = 0; i < kEvents; ++i) REQUIRE(ring.write_event(i));
@@ -135,9 +132,8 @@ TEST_CASE("DrainBarrier: a drain asked for just before the close is answered, wi
     const std::string path = dir / "events.MemtrackArtifact.msgpack";
     MemoryRing ring(kRingBytes);
     boost::asio::io_context io;
-    Stats stats;
-    SinkLane<Writer> lane(io, ring.view(), stats, events_options(1024), artifact_at(path), stats);
-    DrainBarrier barrier(io, {&lane}, stats);
+    SinkLane<Writer> lane(io, ring.view(), events_options(1024), artifact_at(path));
+    DrainBarrier barrier(io, {&lane});
 
     for (uint64_t i = 0; i < 50; ++i) REQUIRE(ring.write_event(i));
     lane.consumer().start();

@@ -6,7 +6,6 @@
 #include <map>
 
 #include "TestFiles.hpp"
-#include "actors/Stats.hpp"
 #include "actors/Symbolizer.hpp"
 #include "bpf/record.h"
 #include "format/StacksFile.hpp"
@@ -27,28 +26,14 @@ StackSample stack(uint64_t hash, uint64_t ip, uint16_t flags) {
     return s;
 }
 
-}  // namespace
-
-TEST_CASE("Symbolizer: new mappings apply from the stack that brought them, not to the ones before") {
-    TempDir dir;
-    const std::string path = dir / "stacks.msgpack";
+// Runs a Symbolizer writing to `path` over `batches`, in order, to its finish; its counters.
+SymbolizerCounters symbolize(const std::string& path, const std::vector<RecordBatch*>& batches) {
     auto file = ZstdFileWriter::create(path);
     REQUIRE(file);
     boost::asio::io_context io;
     BatchQueue queue;
-    Stats stats;
-    Symbolizer symbolizer(io, queue, std::move(file).value(), stats, nullptr);
-
-    // The first image, then an exec: the second image's code is elsewhere.
-    auto* first = new RecordBatch;
-    first->stacks.push_back(stack(1, 0x400100, MT_STACK_NEW_MAPS));
-    first->maps.push_back(ProcessMaps::parse("00400000-00401000 r-xp 00000000 00:00 0 /nonexistent/first\n"));
-    auto* both = new RecordBatch;
-    both->stacks.push_back(stack(2, 0x400200, 0));                // still the first image
-    both->stacks.push_back(stack(3, 0x500100, MT_STACK_NEW_MAPS));  // the exec'ed one
-    both->maps.push_back(ProcessMaps::parse("00500000-00501000 r-xp 00000000 00:00 0 /nonexistent/second\n"));
-    REQUIRE(queue.push(first));
-    REQUIRE(queue.push(both));
+    Symbolizer symbolizer(io, queue, std::move(file).value(), nullptr);
+    for (RecordBatch* b : batches) REQUIRE(queue.push(b));
     symbolizer.notify();
     bool finished = false;
     symbolizer.finish([&](Result<uint64_t> r) {
@@ -57,6 +42,23 @@ TEST_CASE("Symbolizer: new mappings apply from the stack that brought them, not 
     });
     io.run();
     REQUIRE(finished);
+    return symbolizer.counters();
+}
+
+}  // namespace
+
+TEST_CASE("Symbolizer: new mappings apply from the stack that brought them, not to the ones before") {
+    TempDir dir;
+    const std::string path = dir / "stacks.msgpack";
+    // The first image, then an exec: the second image's code is elsewhere.
+    auto* first = new RecordBatch;
+    first->stacks.push_back(stack(1, 0x400100, MT_STACK_NEW_MAPS));
+    first->maps.push_back(ProcessMaps::parse("00400000-00401000 r-xp 00000000 00:00 0 /nonexistent/first\n"));
+    auto* both = new RecordBatch;
+    both->stacks.push_back(stack(2, 0x400200, 0));                // still the first image
+    both->stacks.push_back(stack(3, 0x500100, MT_STACK_NEW_MAPS));  // the exec'ed one
+    both->maps.push_back(ProcessMaps::parse("00500000-00501000 r-xp 00000000 00:00 0 /nonexistent/second\n"));
+    const SymbolizerCounters c = symbolize(path, {first, both});
 
     std::map<uint64_t, std::vector<Frame>> frames;
     REQUIRE(read_stacks(path, [&](uint64_t hash, int32_t, std::vector<Frame>&& f) { frames[hash] = std::move(f); }));
@@ -67,5 +69,30 @@ TEST_CASE("Symbolizer: new mappings apply from the stack that brought them, not 
     }
     CHECK(frames[2][0].module == "/nonexistent/first");
     CHECK(frames[3][0].module == "/nonexistent/second");
-    CHECK(stats.to_json().at("stacks_cut_outside_code").as_uint64() == 0);
+    CHECK(c.stacks_cut_outside_code.get() == 0);
+}
+
+TEST_CASE("Symbolizer: a stack sent again is written, counted and timed once, its ring bytes every time") {
+    // BPF sends a stack again once its LRU forgot it was sent: here stack 7 comes three times,
+    // in the batch that brought it first and in the next one.
+    TempDir dir;
+    const std::string path = dir / "stacks.msgpack";
+    auto* first = new RecordBatch;
+    first->stacks.push_back(stack(7, 0x400100, MT_STACK_NEW_MAPS));
+    first->maps.push_back(ProcessMaps::parse("00400000-00401000 r-xp 00000000 00:00 0 /nonexistent/first\n"));
+    first->stacks.push_back(stack(7, 0x400100, 0));
+    auto* again = new RecordBatch;
+    again->stacks.push_back(stack(8, 0x400200, 0));
+    again->stacks.push_back(stack(7, 0x400100, 0));
+    const SymbolizerCounters c = symbolize(path, {first, again});
+
+    std::map<uint64_t, int> written;
+    REQUIRE(read_stacks(path, [&](uint64_t hash, int32_t, std::vector<Frame>&&) { ++written[hash]; }));
+    CHECK(written == std::map<uint64_t, int>{{7, 1}, {8, 1}});
+    CHECK(c.stacks_unique.get() == 2);
+    CHECK(c.symbolize_ns.count() == 2);
+    // No sample for the stacks that needed no symbolizing: the fastest one took time.
+    CHECK(c.symbolize_ns.percentile(0.0) > 0);
+    // Each of the four took a 16-byte header, one frame and the ring's 8-byte header.
+    CHECK(c.stack_ring_bytes.get() == 4 * (MT_STACK_HEADER_BYTES + 8 + 8));
 }

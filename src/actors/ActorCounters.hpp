@@ -1,0 +1,80 @@
+#pragma once
+// What each actor counts. Each struct has one owner, which alone writes it (on its strand, or
+// on the thread that runs it before or after the io_context does); the owner's counters()
+// returns a copy, from any thread (Counter.hpp says what such a copy holds). StatsReport turns
+// the copies into the `--stats` and `stats` object (docs/STATS.md lists every key).
+#include <array>
+#include <cstdint>
+#include <map>
+
+#include "actors/Counter.hpp"
+#include "actors/Histogram.hpp"
+#include "probes/AllocatorCatalog.hpp"
+
+namespace memtrack {
+
+// RingConsumer's, of the ring it reads.
+struct ConsumerCounters {
+    Counter records, bytes, chunks, max_records_per_chunk;
+    Counter idle_ns;     // waited on an empty ring, from finding it empty to its next records
+    Histogram chunk_ns;  // reading one chunk and queuing it
+};
+
+// The Writer's. Records count as written once a flush or the finish put them in the file, and
+// as unwritten once a write failed: records read = written + unwritten once the artifact is closed.
+struct WriterCounters {
+    Counter written, unwritten;
+    Counter artifact_events, allocations;  // of the written records: artifact events, allocations
+    Counter process_lifetime_ns;           // summed over the tracked processes, to their exit or the end
+};
+
+// The Symbolizer's.
+struct SymbolizerCounters {
+    // Each distinct stack (by hash) once, however often the stacks ring brought it: BPF sends a
+    // stack again once its LRU forgot it was sent.
+    Counter stacks_unique;
+    Counter stack_ring_bytes;  // the stacks ring's bytes, every stack it brought (again or not)
+    Histogram symbolize_ns;    // per distinct stack: resolving its frames and encoding it
+    Counter cache_hits;
+    Counter cache_misses;        // new addresses resolved
+    Counter modules;             // modules loaded (one per build-id, or per file without one)
+    Counter cpu_ns;              // the symbolizer's strand: CPU time of its batches
+    Counter module_load_ns;      // modules loaded on the strand, not by the preload thread
+    Counter max_queued_batches;  // the most stack batches seen waiting (bound: the queue's size)
+    Counter jit_frames;          // frames named by a process's perf map
+    // Stacks cut at a return address outside every executable mapping, and the frames cut.
+    Counter stacks_cut_outside_code;
+    Counter frames_cut_outside_code;
+};
+
+// The DrainBarrier's: each drain request, from its arrival to every lane's flush; the close,
+// from its start (the shutdown's) to each file closed.
+struct DrainCounters {
+    Histogram drain_ns;
+    Counter artifact_closed_ns, stacks_closed_ns;
+};
+
+// ProcessLinks': per-process probes and allocator discovery.
+struct LinkCounters {
+    Counter processes_probed;  // links of their own attached
+    Counter processes_shared;  // served by the shared links
+    Counter probe_errors;
+    Histogram attach_ns;       // deciding and attaching a process's probes, either kind
+    std::array<Counter, kAllocatorKinds> objects_by_kind{};  // objects probed the first time, per kind
+    Counter processes_without_allocator;
+};
+
+// ProcessHolds': how long the pauses it ended lasted. Copied under ProcessHolds' lock, since
+// the per-process map cannot be read while it grows; a resume is a signal's worth of work
+// already, so the lock is not felt.
+struct PauseCounters {
+    Counter paused_ns;            // pressure pauses, summed
+    Histogram stop_to_resume_ns;  // pressure
+    Histogram spawn_held_ns;
+    Histogram new_code_held_ns;
+    // Pressure resumes per process. Bounded: past kMaxPids processes only the totals grow.
+    static constexpr size_t kMaxPids = 1024;
+    std::map<int32_t, uint64_t> pressure_resumes_by_pid;
+};
+
+}  // namespace memtrack

@@ -1,0 +1,179 @@
+#include "actors/StatsReport.hpp"
+
+#include "bpf/hold.h"
+#include "bpf/record.h"
+#include "probes/BpfSession.hpp"
+#include "ring/RingView.hpp"
+#include "unwind/UnwindTables.hpp"
+
+namespace memtrack {
+namespace {
+
+boost::json::object ms_summary(const Histogram& h) {
+    auto ms = [](uint64_t ns) { return double(ns) / 1e6; };
+    return {{"p50", ms(h.percentile(0.50))}, {"p99", ms(h.percentile(0.99))}, {"max", ms(h.max())},
+            {"count", h.count()}};
+}
+
+// A pause ends when memtrack releases it or when its process exits: stops == resumes once
+// nothing is held.
+boost::json::object pause_json(const HoldCounts& c) {
+    static constexpr const char* kNames[MT_HOLD_REASONS] = {"pressure", "snapshot", "spawn", "module"};
+    boost::json::object by_reason;
+    for (uint32_t r = 0; r < MT_HOLD_REASONS; ++r)
+        by_reason[kNames[r]] = {{"taken", c.taken[r]}, {"released", c.released[r]}, {"exited", c.exited[r]}};
+    return {
+        {"pressure_stops", c.taken[0]},
+        {"pressure_resumes", c.released[0] + c.exited[0]},
+        {"pressure_ended_by_exit", c.exited[0]},
+        {"snapshot_stops", c.taken[1]},
+        {"spawn_stops", c.taken[2]},
+        {"new_code_stops", c.taken[3]},
+        {"stop_signals", c.signals},
+        {"stop_signal_failures", c.signal_failures},
+        {"pause_failures", c.failed},
+        {"pauses", std::move(by_reason)},
+    };
+}
+
+}  // namespace
+
+KernelCounters read_kernel_counters(const BpfSession& bpf) {
+    KernelCounters k;
+    k.dropped = bpf.counter(MT_COUNTER_DROPPED);
+    k.nested = bpf.counter(MT_COUNTER_NESTED);
+    k.stale_frames = bpf.counter(MT_COUNTER_STALE_FRAME);
+    k.self_traps = bpf.counter(MT_COUNTER_SELF_TRAPS);
+    k.stacks_captured = bpf.counter(MT_COUNTER_STACKS_CAPTURED);
+    k.stacks_sent = bpf.counter(MT_COUNTER_STACKS_SENT);
+    k.stack_errors = bpf.counter(MT_COUNTER_STACK_ERRORS);
+    k.stacks_dropped = bpf.counter(MT_COUNTER_STACKS_DROPPED);
+    k.spawn_unstopped = bpf.counter(MT_COUNTER_SPAWN_UNSTOPPED);
+    k.spawn_notices_dropped = bpf.counter(MT_COUNTER_SPAWNS_DROPPED);
+    k.events_max_fill_bytes = bpf.max_fill_bytes(0);
+    k.stacks_max_fill_bytes = bpf.max_fill_bytes(1);
+    k.stop_bytes = bpf.stop_bytes();
+    return k;
+}
+
+UnwindCounters read_unwind_counters(const UnwindTables* tables, const BpfSession& bpf) {
+    if (!tables) return {};
+    UnwindCounters u = tables->counters();
+    u.cfi_frames = bpf.counter(MT_COUNTER_UNWIND_CFI_FRAMES);
+    u.fp_frames = bpf.counter(MT_COUNTER_UNWIND_FP_FRAMES);
+    u.walks_without_tables = bpf.counter(MT_COUNTER_UNWIND_NO_TABLES);
+    u.walks_complete = bpf.counter(MT_COUNTER_UNWIND_COMPLETE);
+    u.walks_truncated = bpf.counter(MT_COUNTER_UNWIND_TRUNCATED);
+    u.walks_unsupported = bpf.counter(MT_COUNTER_UNWIND_UNSUPPORTED);
+    u.walks_read_failed = bpf.counter(MT_COUNTER_UNWIND_READ_FAILED);
+    u.walks_bad_frame = bpf.counter(MT_COUNTER_UNWIND_BAD_FRAME);
+    u.walks_matched = bpf.counter(MT_COUNTER_UNWIND_CHAINS_MATCHED);
+    u.walks_changed = bpf.counter(MT_COUNTER_UNWIND_CHAINS_CHANGED);
+    return u;
+}
+
+boost::json::object stats_json(const RunCounters& c) {
+    const ConsumerCounters& ev = c.events;
+    const WriterCounters& w = c.writer;
+    const SymbolizerCounters& sym = c.symbolizer;
+    const LinkCounters& links = c.links;
+    const PauseCounters& pauses = c.pauses;
+    const KernelCounters& k = c.kernel;
+    const UnwindCounters& u = c.unwind;
+    const double paused_s = double(pauses.paused_ns.get()) / 1e9;
+    const uint64_t lifetime_ns = w.process_lifetime_ns.get();
+    const uint64_t allocations = w.allocations.get();
+    const uint64_t cache_lookups = sym.cache_hits.get() + sym.cache_misses.get();
+    boost::json::object by_pid;
+    for (auto [pid, n] : pauses.pressure_resumes_by_pid) by_pid[std::to_string(pid)] = n;
+    boost::json::object out = {
+        {"pressure_resumes_by_pid", std::move(by_pid)},
+        {"records", ev.records.get()},
+        {"bytes", ev.bytes.get()},
+        {"dropped", k.dropped},
+        {"duration_s", double(c.duration_ns) / 1e9},
+        {"written", w.written.get()},
+        {"unwritten", w.unwritten.get()},
+        {"artifact_events", w.artifact_events.get()},
+        {"nested_calls", k.nested},
+        {"stale_frames", k.stale_frames},
+        {"self_traps", k.self_traps},
+        {"chunks", ev.chunks.get()},
+        {"chunk_ms", ms_summary(ev.chunk_ns)},
+        {"max_records_per_chunk", ev.max_records_per_chunk.get()},
+        {"max_fill", c.ring_bytes ? double(k.events_max_fill_bytes) / double(c.ring_bytes) : 0.0},
+        {"max_fill_bytes", k.events_max_fill_bytes},
+        {"stack_max_fill_bytes", k.stacks_max_fill_bytes},
+        {"stop_bytes", k.stop_bytes},
+        {"stopped_at_exit", c.shutdown.stopped_at_exit.get()},
+        {"stop_to_resume_ms", ms_summary(pauses.stop_to_resume_ns)},
+        {"paused_s", paused_s},
+        {"paused_fraction", lifetime_ns ? paused_s / (double(lifetime_ns) / 1e9) : 0.0},
+        {"drain_ms", ms_summary(c.drains.drain_ns)},
+        {"consumer_idle_s", double(ev.idle_ns.get()) / 1e9},
+        {"allocation_events", allocations},
+        {"stacks_captured", k.stacks_captured},
+        {"stacks_sent", k.stacks_sent},
+        {"stacks_unique", sym.stacks_unique.get()},
+        {"stack_errors", k.stack_errors},
+        {"stacks_dropped", k.stacks_dropped},
+        {"stack_ring_bytes", sym.stack_ring_bytes.get()},
+        // Both rings' bytes per allocation event: each event record's plus the stacks, amortised.
+        {"ring_bytes_per_event",
+         allocations ? double(allocations * RingView::record_bytes(sizeof(mt_record)) + sym.stack_ring_bytes.get()) /
+                           double(allocations)
+                     : 0.0},
+        {"symbolize_ms", ms_summary(sym.symbolize_ns)},
+        {"symbolizer_cache_hit_rate", cache_lookups ? double(sym.cache_hits.get()) / double(cache_lookups) : 0.0},
+        {"symbolizer_modules", sym.modules.get()},
+        {"symbolizer_addresses", sym.cache_misses.get()},
+        {"symbolize_cpu_s", double(sym.cpu_ns.get()) / 1e9},
+        {"symbolizer_module_load_ms", double(sym.module_load_ns.get()) / 1e6},
+        {"symbolizer_max_queued_batches", sym.max_queued_batches.get()},
+        {"symbolizer_jit_frames", sym.jit_frames.get()},
+        {"stacks_cut_outside_code", sym.stacks_cut_outside_code.get()},
+        {"frames_cut_outside_code", sym.frames_cut_outside_code.get()},
+        // What memtrack makes its caller wait for once the command is done.
+        {"shutdown_artifact_ms", double(c.drains.artifact_closed_ns.get()) / 1e6},
+        {"shutdown_stacks_ms", double(c.drains.stacks_closed_ns.get()) / 1e6},
+        {"processes_probed", links.processes_probed.get()},
+        {"processes_on_shared_probes", links.processes_shared.get()},
+        {"probe_attach_errors", links.probe_errors.get()},
+        {"probe_attach_ms", ms_summary(links.attach_ns)},
+        {"spawn_unstopped", k.spawn_unstopped},
+        {"spawn_notices_dropped", k.spawn_notices_dropped},
+        {"spawn_held_ms", ms_summary(pauses.spawn_held_ns)},
+        {"new_code_held_ms", ms_summary(pauses.new_code_held_ns)},
+        {"processes_without_allocator", links.processes_without_allocator.get()},
+    };
+    boost::json::object kinds;
+    for (size_t i = 0; i < kAllocatorKinds; ++i) kinds[kind_name(AllocatorKind(i))] = links.objects_by_kind[i].get();
+    out["allocator_objects"] = std::move(kinds);
+    for (auto& kv : pause_json(c.holds)) out[kv.key()] = std::move(kv.value());
+    out["unwind"] = boost::json::object{
+        {"objects", u.objects},
+        {"objects_without_cfi", u.objects_without_cfi},
+        {"objects_failed", u.objects_failed},
+        {"objects_shared_by_build_id", u.objects_shared},
+        {"rows", u.rows},
+        {"rows_capacity", u.rows_capacity},
+        {"tables_full", u.tables_full},
+        {"build_ms", double(u.build_ns) / 1e6},
+        {"processes_described", u.processes},
+        {"describe_errors", u.describe_errors},
+        {"mappings_left_out", u.mappings_left_out},
+        {"cfi_frames", u.cfi_frames},
+        {"frame_pointer_frames", u.fp_frames},
+        {"walks_without_tables", u.walks_without_tables},
+        {"walks_complete", u.walks_complete},
+        {"walks_truncated", u.walks_truncated},
+        {"walks_unsupported", u.walks_unsupported},
+        {"walks_read_failed", u.walks_read_failed},
+        {"walks_bad_frame", u.walks_bad_frame},
+        {"walks_matched", u.walks_matched},
+        {"walks_changed", u.walks_changed},
+    };
+    return out;
+}
+
+}  // namespace memtrack

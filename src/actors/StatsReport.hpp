@@ -1,0 +1,58 @@
+#pragma once
+// The run's statistics, `--stats` at exit and the socket's `stats`: one object assembled from the
+// owners' copies of their counters (ActorCounters.hpp) and the kernel's. docs/STATS.md lists
+// every key and who counts it.
+#include <cstdint>
+
+#include <boost/json/object.hpp>
+
+#include "actors/ActorCounters.hpp"
+#include "process/ProcessHolds.hpp"
+#include "unwind/UnwindCounters.hpp"
+
+namespace memtrack {
+
+class BpfSession;
+class UnwindTables;
+
+// What BPF counts (record.h's mt_counter, summed over CPUs) and the rings' highest fills.
+struct KernelCounters {
+    uint64_t dropped = 0, nested = 0, self_traps = 0;
+    // Allocator calls whose return never came (an exception, a longjmp), found when the thread's
+    // next call replaced them.
+    uint64_t stale_frames = 0;
+    uint64_t stacks_captured = 0, stacks_sent = 0, stack_errors = 0, stacks_dropped = 0;
+    uint64_t spawn_unstopped = 0, spawn_notices_dropped = 0;
+    uint64_t events_max_fill_bytes = 0, stacks_max_fill_bytes = 0;
+    uint64_t stop_bytes = 0;  // the events ring's stop mark
+};
+
+// The run's shutdown sequence's: the processes a pause was still in flight for when memtrack
+// let them go.
+struct ShutdownCounters {
+    Counter stopped_at_exit;  // written once the io_context has stopped
+};
+
+// Every source of the report, as copied at one moment.
+struct RunCounters {
+    uint64_t duration_ns = 0;  // since the run began
+    uint64_t ring_bytes = 0;   // the events ring's size
+    ConsumerCounters events;   // the event ring's consumer
+    WriterCounters writer;
+    SymbolizerCounters symbolizer;  // zeros without stacks
+    DrainCounters drains;
+    LinkCounters links;
+    HoldCounts holds;
+    PauseCounters pauses;
+    KernelCounters kernel;
+    UnwindCounters unwind;  // user space's and BPF's; zeros without CFI tables
+    ShutdownCounters shutdown;
+};
+
+KernelCounters read_kernel_counters(const BpfSession& bpf);
+// UnwindTables' counters with the BPF walker's; zeros without tables.
+UnwindCounters read_unwind_counters(const UnwindTables* tables, const BpfSession& bpf);
+
+boost::json::object stats_json(const RunCounters& c);
+
+}  // namespace memtrack
