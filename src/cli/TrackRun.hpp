@@ -1,0 +1,43 @@
+#pragma once
+// One tracked run, wired: the lanes (rings, consumers, Writer, Symbolizer), pressure control,
+// the drain barrier, per-process probes, pauses, the control handlers and the shutdown sequence
+// (every route to the end: the command's exit, a signal, a client's request, a failed exec).
+// `memtrack track`'s start-up (TrackCommand.cpp) makes what it needs, then hands it over here.
+#include <memory>
+#include <optional>
+
+#include <boost/asio/io_context.hpp>
+
+#include "cli/TrackOptions.hpp"
+#include "format/ZstdFileWriter.hpp"
+
+namespace memtrack {
+
+class BpfSession;
+class Control;
+class HeldChild;
+class Resolver;
+class StopGuard;
+
+class TrackRun {
+public:
+    TrackRun(boost::asio::io_context& io, const TrackOptions& opt, BpfSession& bpf, ZstdFileWriter artifact,
+             std::optional<ZstdFileWriter> stacks_file, std::unique_ptr<Resolver> resolver, HeldChild& child,
+             Control* control, const StopGuard& guard);
+    ~TrackRun();
+    TrackRun(const TrackRun&) = delete;
+    TrackRun& operator=(const TrackRun&) = delete;
+
+    // Runs until the command exits, a signal arrives or a client asks for shutdown: the exit status.
+    int run();
+    // Detaches the per-process probes (links closed in parallel); after run().
+    void close_process_probes();
+    bool exec_failed() const;
+    int exec_error() const;
+
+private:
+    class Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace memtrack
