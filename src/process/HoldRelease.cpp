@@ -14,6 +14,8 @@ void one_less(HoldStore& store, uint32_t reason_index) {
     if (uint64_t* out = store.outstanding()) std::atomic_ref<uint64_t>(out[reason_index]).fetch_sub(1);
 }
 
+bool closed(HoldStore& store) { return word_of(store, MT_HOLD_CLOSED_WORD).load() != 0; }
+
 }  // namespace
 
 HoldRelease release_hold(HoldStore& store, HoldSignals& signals, uint32_t pid, uint32_t reason) {
@@ -52,7 +54,11 @@ HoldRelease release_hold(HoldStore& store, HoldSignals& signals, uint32_t pid, u
         restop = mt_hold_resumed(cur, sends && sent && *sent, &after);
     } while (!word.compare_exchange_weak(cur, after));
     // Reasons taken, or someone else's SIGSTOP sent, while RESUMING: those SIGSTOPs may have
-    // been cancelled by ours; this one comes after our SIGCONT, so it holds.
+    // been cancelled by ours; this one comes after our SIGCONT, so it holds. Once the protocol
+    // is closed a reason taken sent no SIGSTOP (no sender was in flight, or this release would
+    // have been busy): only someone else's is sent again, so nothing memtrack pauses after the
+    // close.
+    if (restop && closed(store) && !(cur & MT_HOLD_USER_STOP)) restop = false;
     if (restop && entry) {
         if (auto again = signals.send(pid, entry->start_boottime, SIGSTOP); !again) out.error = again.error();
     }

@@ -190,6 +190,25 @@ TEST_CASE("holds: a reason taken while a resume is under way is stopped again af
     CHECK_FALSE(sig.stopped(3));
 }
 
+TEST_CASE("holds: once closed, a reason taken while a resume is under way is not stopped again") {
+    FakeStore store(64);
+    FakeSignals sig;
+    hold_process(store, sig, 3, MT_HOLD_PRESSURE, true);
+    close_protocol(store);
+    bool once = false;
+    sig.on_send = [&](uint32_t pid, int s) {
+        if (s != SIGCONT || once) return;
+        once = true;
+        hold_process(store, sig, pid, MT_HOLD_PRESSURE, true);  // claimed; closed: no SIGSTOP
+    };
+    CHECK(release_hold(store, sig, 3, MT_HOLD_PRESSURE).outcome == HoldRelease::Outcome::Resumed);
+    sig.on_send = nullptr;
+    const auto sent = sig.sent();
+    REQUIRE(sent.size() == 2);  // the first pause's SIGSTOP, the release's SIGCONT: nothing after
+    CHECK(sent[1].second == SIGCONT);
+    CHECK_FALSE(sig.stopped(3));
+}
+
 TEST_CASE("holds: a process gone since its pause is released without a signal") {
     FakeStore store(64);
     FakeSignals sig;

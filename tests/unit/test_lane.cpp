@@ -53,15 +53,25 @@ void check_artifact(const std::string& path, uint64_t n) {
     CHECK(wrong == 0);
 }
 
+// A ring, the event lane reading it into an artifact, and the lane's barrier, on one io_context.
+struct OneLane {
+    explicit OneLane(size_t chunk_records)
+        : lane(io, ring.view(), events_options(chunk_records), artifact_at(path)), barrier(io, {&lane}) {}
+    TempDir dir;
+    const std::string path = dir / "events.MemtrackArtifact.msgpack";
+    MemoryRing ring{kRingBytes};
+    boost::asio::io_context io;
+    SinkLane<Writer> lane;
+    DrainBarrier barrier;
+};
+
 }  // namespace
 
 TEST_CASE("DrainBarrier: a drain answers with every record written before it, then close finishes the file") {
-    TempDir dir;
-    const std::string path = dir / "events.MemtrackArtifact.msgpack";
-    MemoryRing ring(kRingBytes);
-    boost::asio::io_context io;
-    SinkLane<Writer> lane(io, ring.view(), events_options(16), artifact_at(path));
-    DrainBarrier barrier(io, {&lane});
+    OneLane l(16);
+    MemoryRing& ring = l.ring;
+    SinkLane<Writer>& lane = l.lane;
+    DrainBarrier& barrier = l.barrier;
 
     for (uint64_t i = 0; i < 100; ++i) REQUIRE(ring.write_event(i));
     lane.consumer().start();
@@ -80,12 +90,12 @@ TEST_CASE("DrainBarrier: a drain answers with every record written before it, th
                           lane.consumer().stop();
                       });
     });
-    io.run();  // ends once the consumer stopped: nothing else keeps it busy
+    l.io.run();  // ends once the consumer stopped: nothing else keeps it busy
 
     CHECK(order == std::vector<std::string>{"drained", "read", "closed"});
     CHECK(ring.consumer_pos() == ring.producer_pos());
     CHECK(lane.sink().counters().written.get() == 130);
-    check_artifact(path, 130);
+    check_artifact(l.path, 130);
 }
 
 TEST_CASE("RingConsumer: a full batch queue stops the reading, and the sink's progress resumes it") {
@@ -128,12 +138,10 @@ TEST_CASE("RingConsumer: a full batch queue stops the reading, and the sink's pr
 }
 
 TEST_CASE("DrainBarrier: a drain asked for just before the close is answered, with the records before it") {
-    TempDir dir;
-    const std::string path = dir / "events.MemtrackArtifact.msgpack";
-    MemoryRing ring(kRingBytes);
-    boost::asio::io_context io;
-    SinkLane<Writer> lane(io, ring.view(), events_options(1024), artifact_at(path));
-    DrainBarrier barrier(io, {&lane});
+    OneLane l(1024);
+    MemoryRing& ring = l.ring;
+    SinkLane<Writer>& lane = l.lane;
+    DrainBarrier& barrier = l.barrier;
 
     for (uint64_t i = 0; i < 50; ++i) REQUIRE(ring.write_event(i));
     lane.consumer().start();
@@ -147,10 +155,10 @@ TEST_CASE("DrainBarrier: a drain asked for just before the close is answered, wi
         closed = r.value();
         lane.consumer().stop();
     });
-    io.run();
+    l.io.run();
     REQUIRE(drained);
     REQUIRE(closed);
     CHECK(*drained == 50);
     CHECK(*closed == 50);
-    check_artifact(path, 50);
+    check_artifact(l.path, 50);
 }
