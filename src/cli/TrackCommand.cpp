@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <filesystem>
 #include <optional>
 #include <utility>
 
@@ -30,7 +29,6 @@
 namespace memtrack {
 
 namespace asio = boost::asio;
-namespace fs = std::filesystem;
 
 std::vector<std::string> command_argv(const std::vector<std::string>& command) {
     if (command.size() == 1 && command[0].find_first_of(" \t\n;&|<>()$`\\\"'*?[]#~=%{}") != std::string::npos)

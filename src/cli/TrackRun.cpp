@@ -3,8 +3,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <cstdlib>
-#include <filesystem>
 #include <optional>
 #include <mutex>
 #include <thread>
@@ -31,7 +29,6 @@
 #include "core/OutputFiles.hpp"
 #include "core/Result.hpp"
 #include "format/ZstdFileWriter.hpp"
-#include "probes/AllocatorProbes.hpp"
 #include "probes/BpfSession.hpp"
 #include "process/AttachCheck.hpp"
 #include "process/ChildLauncher.hpp"
@@ -50,8 +47,8 @@ namespace asio = boost::asio;
 class TrackRun::Impl {
 public:
     Impl(asio::io_context& io, const TrackOptions& opt, BpfSession& bpf, ZstdFileWriter artifact,
-             std::optional<ZstdFileWriter> stacks_file, std::unique_ptr<Resolver> resolver, HeldChild& child,
-             Control* control, const StopGuard& guard)
+         std::optional<ZstdFileWriter> stacks_file, std::unique_ptr<Resolver> resolver, HeldChild& child,
+         Control* control, const StopGuard& guard)
         : io_(io), opt_(opt), bpf_(bpf), child_(child), control_(control),
           hold_maps_(value_or_throw(HoldMaps::open(bpf.holds_map_fd(), bpf.held_map_fd(), bpf.hold_words(),
                                                    bpf.holds_outstanding()))),
