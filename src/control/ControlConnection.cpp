@@ -114,20 +114,28 @@ void ControlConnection::on_read(boost::system::error_code ec, size_t n) {
 void ControlConnection::on_frame() {
     reading_ = false;
     if (closed_ || stopping_) return;
+    take_frame();
+    read_next();  // not after a line too long: reading has ended
+}
+
+// One frame out of the framer: a line is handled, a line too long answered and the reading
+// ended. true: a line was handled (another may follow); false: none is complete yet, or the
+// reading ended.
+bool ControlConnection::take_frame() {
     const LineFramer::Frame frame = framer_.next();
     switch (frame.kind) {
     case LineFramer::Kind::Line:
         handle_line(frame.line);
-        break;
+        return true;
     case LineFramer::Kind::TooLong:
         // Answer, then hang up once earlier replies are out; the rest of the line is never read.
         read_done_ = true;
         complete(open_slot(), refusal(LineFramer::too_long_error()));
-        return;
+        return false;
     case LineFramer::Kind::NeedMore:
         break;
     }
-    read_next();
+    return false;
 }
 
 uint64_t ControlConnection::open_slot(std::optional<std::string> id) {
@@ -261,18 +269,8 @@ void ControlConnection::answer_sent_before_stop() {
     boost::system::error_code ec;
     socket_.non_blocking(true, ec);
     while (!closed_ && !read_done_ && slots_.size() < kMaxInFlight) {
-        switch (framer_.peek()) {
-        case LineFramer::Kind::Line:
-            handle_line(framer_.next().line);
-            continue;
-        case LineFramer::Kind::TooLong:
-            (void)framer_.next();
-            read_done_ = true;
-            complete(open_slot(), refusal(LineFramer::too_long_error()));
-            return;
-        case LineFramer::Kind::NeedMore:
-            break;
-        }
+        if (take_frame()) continue;
+        if (read_done_ || closed_) return;
         const std::span<char> space = framer_.space();
         const size_t n = socket_.read_some(asio::buffer(space.data(), space.size()), ec);
         if (ec || n == 0) return;  // nothing more was sent (would block), or the client is gone

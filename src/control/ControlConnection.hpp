@@ -66,6 +66,7 @@ private:
     void read_next();
     void on_read(boost::system::error_code ec, size_t n);
     void on_frame();
+    bool take_frame();
     uint64_t open_slot(std::optional<std::string> id = std::nullopt);
     void handle_line(std::string_view line);
     ControlHandlers::Reply make_reply(uint64_t seq);
