@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # memtrack's benchmarks, in one run (docs/BENCHMARKS.md shows a run and how to read it).
 #
-#   scripts/bench.sh [--overhead] [--pressure] [--drain] [--stacks] [--symbols] [--consumer] [--others]
+#   scripts/bench.sh [--real] [--overhead] [--pressure] [--drain] [--stacks] [--symbols] [--consumer] [--others]
 #                    [--report] [--allocators] [--cfi] [--reps N] [--scale F] [--system-libc] [--keep]
 #
 # Sections (all of them when none is named):
+#   --real      programs people run: gcc -O2 -c of a generated file, Debian's python3 (JSON, regular
+#               expressions), node building objects, sqlite3 inserting rows, a Rust release binary
+#               (bench/real_rust): untracked, the trap floor on the probes memtrack placed in each,
+#               memtrack --no-stacks, with stacks (CFI and --unwind fp) and heaptrack: wall, CPU,
+#               events, cost over the floor; then one run each with kernel.bpf_stats_enabled and
+#               --time-bpf-parts: BPF ns per call of each program and per event of each part.
 #   --overhead  each workload (flood, churn_c, churn_cxx, churn_nofp: churn_c without frame pointers,
 #               8 frames below main) untracked and under memtrack (default: stacks walked by CFI,
 #               --unwind fp, --no-stacks, --probe-at-entry --no-stacks), heaptrack, bpftrace (a counting

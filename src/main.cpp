@@ -66,6 +66,9 @@ int main(int argc, char** argv) {
     t->add_flag("--debuginfod", track.debuginfod,
                 "ask the servers of DEBUGINFOD_URLS for missing debug info (off: no network requests; a "
                 "server that does not answer stalls symbolization)");
+    t->add_flag("--time-bpf-parts", track.time_bpf_parts,
+                "measuring aid: time each part of the allocation return program (stack walk, hashing, stack "
+                "record, event record) and report the sums in the stats (bpf_parts); adds its own cost");
     t->add_option("--max-frames", track.max_frames, "frames per captured stack, 1..127 (default 64)");
     t->add_option("--unwind", track.unwind,
                   "how stacks are walked: cfi (each object's DWARF CFI, through code without frame pointers; "

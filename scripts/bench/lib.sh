@@ -11,7 +11,7 @@ BUILD="$ROOT/build"
 MEMTRACK="$BUILD/memtrack"
 BIN="$BUILD/bench"
 # The order the sections run in (and print in).
-SECTIONS=(overhead others pressure drain stacks symbols cfi consumer report allocators)
+SECTIONS=(real overhead others pressure drain stacks symbols cfi consumer report allocators)
 
 # The help is scripts/bench.sh's header comment.
 usage() { sed -n '2,/^set -euo/p' "$ROOT/scripts/bench.sh" | sed -e '$d' -e 's/^# \{0,1\}//'; }
@@ -68,6 +68,10 @@ workload_sizes() {
     SYSCALLS_N=$(scaled 500000)     # dd bs=1 count=SYSCALLS_N beside memtrack: 2 syscalls each
     SYMBOL_ADDRS=$(scaled 100000)   # symbol_throughput: distinct addresses per pass and file
     NODE_N=$(scaled 1000000)        # the node script's objects (issue 16's command at --scale 1)
+    REAL_GCC_FUNCS=$(scaled 300)    # --real: functions in the C file gcc -O2 compiles
+    REAL_PY_N=$(scaled 200000)      # --real: records python3 dumps and loads as JSON
+    REAL_SQL_N=$(scaled 100000)     # --real: rows sqlite3 inserts
+    REAL_RUST_N=$(scaled 4000)      # --real: expressions bench/real_rust parses
     NODE_JS="const a=[]; for(let i=0;i<$NODE_N;i++) a.push({id:i, name:\"n\"+i, v:[i]})"
 }
 
@@ -88,7 +92,7 @@ lock_and_build() { # -> LOCK_WAIT_S, BUILD_S; fd 9 holds the lock until the scri
     "$ROOT/scripts/build.sh"
     BUILD_S=$(awk -v a="$build_t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
     for b in "$MEMTRACK" "$BIN/flood" "$BIN/churn_c" "$BIN/churn_nofp" "$BIN/churn_cxx" "$BIN/callsites" "$BIN/trap_floor" "$BIN/consumer_throughput" \
-        "$BIN/report_artifact" "$BIN/artifact_read" "$BIN/symbol_throughput" "$BIN/cfi_tables"; do
+        "$BIN/report_artifact" "$BIN/artifact_read" "$BIN/symbol_throughput" "$BIN/cfi_tables" "$BIN/real_rust"; do
         [[ -x "$b" ]] || die "$b was not built"
     done
 }
@@ -97,7 +101,8 @@ install_peers() { # apt-installs the tools the sections run that are missing
     local -A pkg_of=([heaptrack]=heaptrack [valgrind]=valgrind [bpftrace]=bpftrace [jq]=jq [/usr/bin/time]=time)
     local -a missing=()
     local cmd
-    if on symbols; then pkg_of[node]=nodejs; fi
+    if on symbols || on real; then pkg_of[node]=nodejs; fi
+    if on real; then pkg_of[sqlite3]=sqlite3 pkg_of[/usr/bin/python3]=python3; fi
     if on report; then pkg_of[zstd]=zstd; fi
     for cmd in "${!pkg_of[@]}"; do command -v "$cmd" >/dev/null || missing+=("${pkg_of[$cmd]}"); done
     if ((${#missing[@]})); then

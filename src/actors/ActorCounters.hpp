@@ -31,7 +31,7 @@ struct WriterCounters {
 // The Symbolizer's.
 struct SymbolizerCounters {
     // Each distinct stack (by hash) once, however often the stacks ring brought it: BPF sends a
-    // stack again once its LRU forgot it was sent.
+    // stack again once another stack took its way in seen_stacks.
     Counter stacks_unique;
     Counter stack_ring_bytes;  // the stacks ring's bytes, every stack it brought (again or not)
     Histogram symbolize_ns;    // per distinct stack: resolving its frames and encoding it

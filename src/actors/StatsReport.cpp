@@ -36,6 +36,24 @@ boost::json::object pause_json(const HoldCounts& c) {
     };
 }
 
+boost::json::object programs_json(const std::vector<ProgramRunStats>& programs) {
+    boost::json::object out;
+    for (const ProgramRunStats& p : programs)
+        out[p.name] = {{"runs", p.runs},
+                       {"run_ns", p.run_ns},
+                       {"ns_per_run", p.runs ? double(p.run_ns) / double(p.runs) : 0.0}};
+    return out;
+}
+
+boost::json::object parts_json(const PartTimes& t) {
+    auto per_event = [&](uint64_t ns) { return t.events ? double(ns) / double(t.events) : 0.0; };
+    return {{"events", t.events},
+            {"walk_ns_per_event", per_event(t.walk_ns)},
+            {"hash_ns_per_event", per_event(t.hash_ns)},
+            {"stack_record_ns_per_event", per_event(t.stack_record_ns)},
+            {"event_record_ns_per_event", per_event(t.event_record_ns)}};
+}
+
 }  // namespace
 
 KernelCounters read_kernel_counters(const BpfSession& bpf) {
@@ -53,6 +71,10 @@ KernelCounters read_kernel_counters(const BpfSession& bpf) {
     k.events_max_fill_bytes = bpf.max_fill_bytes(0);
     k.stacks_max_fill_bytes = bpf.max_fill_bytes(1);
     k.stop_bytes = bpf.stop_bytes();
+    k.programs = bpf.program_stats();
+    k.parts = {bpf.counter(MT_COUNTER_PART_EVENTS), bpf.counter(MT_COUNTER_PART_WALK_NS),
+               bpf.counter(MT_COUNTER_PART_HASH_NS), bpf.counter(MT_COUNTER_PART_STACK_RECORD_NS),
+               bpf.counter(MT_COUNTER_PART_EVENT_RECORD_NS)};
     return k;
 }
 
@@ -150,6 +172,8 @@ boost::json::object stats_json(const RunCounters& c) {
     for (size_t i = 0; i < kAllocatorKinds; ++i) kinds[kind_name(AllocatorKind(i))] = links.objects_by_kind[i].get();
     out["allocator_objects"] = std::move(kinds);
     for (auto& kv : pause_json(c.holds)) out[kv.key()] = std::move(kv.value());
+    out["bpf_programs"] = programs_json(k.programs);
+    out["bpf_parts"] = parts_json(k.parts);
     out["unwind"] = boost::json::object{
         {"objects", u.objects},
         {"objects_without_cfi", u.objects_without_cfi},

@@ -3,17 +3,23 @@
 // owners' copies of their counters (ActorCounters.hpp) and the kernel's. docs/STATS.md lists
 // every key and who counts it.
 #include <cstdint>
+#include <vector>
 
 #include <boost/json/object.hpp>
 
 #include "actors/ActorCounters.hpp"
+#include "probes/BpfSession.hpp"
 #include "process/ProcessHolds.hpp"
 #include "unwind/UnwindCounters.hpp"
 
 namespace memtrack {
 
-class BpfSession;
 class UnwindTables;
+
+// --time-bpf-parts: the allocation return program's parts, nanoseconds summed over the events timed.
+struct PartTimes {
+    uint64_t events = 0, walk_ns = 0, hash_ns = 0, stack_record_ns = 0, event_record_ns = 0;
+};
 
 // What BPF counts (record.h's mt_counter, summed over CPUs) and the rings' highest fills.
 struct KernelCounters {
@@ -25,6 +31,8 @@ struct KernelCounters {
     uint64_t spawn_unstopped = 0, spawn_notices_dropped = 0;
     uint64_t events_max_fill_bytes = 0, stacks_max_fill_bytes = 0;
     uint64_t stop_bytes = 0;  // the events ring's stop mark
+    std::vector<ProgramRunStats> programs;  // run counts and times with kernel.bpf_stats_enabled
+    PartTimes parts;
 };
 
 // The run's shutdown sequence's: the processes a pause was still in flight for when memtrack

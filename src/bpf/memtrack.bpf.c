@@ -21,11 +21,14 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Set before load (rodata). */
 const volatile __u64 stop_bytes = ~0ULL; /* ring data at or above this: SIGSTOP the producer */
 const volatile __u64 wakeup_bytes = 0;   /* below this fill, do not wake the consumer */
+const volatile __u64 stack_wakeup_bytes = 0; /* the same for the stacks ring */
 const volatile bool capture_stacks = true;
 const volatile __u32 max_frames = 64;            /* <= MT_MAX_FRAMES */
 /* true: stacks walked by the CFI rows (cfi_walk.h); false: by frame pointer (bpf_get_stack). */
 const volatile bool unwind_cfi = true;
 const volatile __u64 stack_stop_bytes = ~0ULL;   /* the stacks ring's stop watermark */
+/* --time-bpf-parts: the return program times its parts (MT_COUNTER_PART_*); off, the clock reads are not loaded. */
+const volatile bool time_parts = false;
 /*
  * 1: user space gives tracked processes allocator links of their own (filtered to the process,
  * so other processes do not even trap), and holds each new process (MT_HOLD_SPAWN) until it
@@ -100,12 +103,23 @@ struct {
 	__type(value, struct mt_held);
 } held SEC(".maps");
 
-/* Hashes of stacks already sent: each distinct stack crosses the ring once (again after eviction). */
+/*
+ * Hashes of stacks already sent, in sets of two ways indexed by the hash's low bits: each
+ * distinct stack crosses the ring once, and again only after a later stack took its way. An
+ * array, not an LRU hash: no lock, no list to shrink, and the lookup is inlined, where an LRU
+ * hash's eviction costs microseconds per new stack once a program has more distinct stacks than
+ * it holds. Two CPUs sending one new stack at once both send it: the Symbolizer keeps one.
+ */
+#define MT_SEEN_SETS (1u << 19) /* 1 Mi stacks, 8 MiB */
+struct seen_set {
+	__u64 way[2]; /* 0: empty (a stack's hash is never 0) */
+};
+
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u64);
-	__type(value, __u8);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MT_SEEN_SETS);
+	__type(key, __u32);
+	__type(value, struct seen_set);
 } seen_stacks SEC(".maps");
 
 struct {
@@ -162,11 +176,31 @@ struct {
 	__type(value, struct thread_state);
 } threads SEC(".maps");
 
-static __always_inline void count(__u32 idx)
+static __always_inline void count_add(__u32 idx, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
 	if (v)
-		__sync_fetch_and_add(v, 1);
+		__sync_fetch_and_add(v, n);
+}
+
+static __always_inline void count(__u32 idx)
+{
+	count_add(idx, 1);
+}
+
+/* With time_parts: the clock now, and the time since `since` added to counter idx (a part's end is the next one's start). */
+static __always_inline __u64 part_clock(void)
+{
+	return time_parts ? bpf_ktime_get_ns() : 0;
+}
+
+static __always_inline __u64 part_end(__u32 idx, __u64 since)
+{
+	if (!time_parts)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	count_add(idx, now - since);
+	return now;
 }
 
 #include "cfi_walk.h"
@@ -424,6 +458,7 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 		return 0;
 	__u32 tgid = current_tgid();
 	__u32 nr;
+	__u64 t = part_clock();
 	if (unwind_cfi) {
 		nr = cfi_walk_stack(ctx, s, tgid, max_frames);
 	} else {
@@ -436,6 +471,7 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 	}
 	if (nr > max_frames)
 		nr = max_frames;
+	t = part_end(MT_COUNTER_PART_WALK_NS, t);
 	/* FNV-1a over the frames, seeded with the process: addresses mean something per process. */
 	__u64 h = 0xcbf29ce484222325ULL ^ tgid;
 	for (__u32 i = 0; i < MT_MAX_FRAMES; i++) {
@@ -447,7 +483,12 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 	if (!h)
 		h = 1;
 	count(MT_COUNTER_STACKS_CAPTURED);
-	if (bpf_map_lookup_elem(&seen_stacks, &h))
+	/* `zero` is done with: reused as the key, so this frame's size stays within the call chain's 512 bytes. */
+	zero = (__u32)h & (MT_SEEN_SETS - 1);
+	struct seen_set *set = bpf_map_lookup_elem(&seen_stacks, &zero);
+	bool seen = !set || set->way[0] == h || set->way[1] == h; /* no set: cannot happen, the index is masked */
+	t = part_end(MT_COUNTER_PART_HASH_NS, t);
+	if (seen)
 		return h;
 
 	bool new_maps = bpf_map_lookup_elem(&maps_known, &tgid) == NULL;
@@ -474,20 +515,42 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 			s->flags |= MT_STACK_HELD;
 	}
 	bpf_dynptr_write(&out, 0, s, record_bytes, 0);
-	bpf_ringbuf_submit_dynptr(&out, 0);
+	/*
+	 * A wake-up costs the producer more than the record (an irq_work per record): below the mark
+	 * the consumer's timer reads the ring. A held process waits for its record to be read: it wakes.
+	 */
+	__u64 wake = new_maps ? BPF_RB_FORCE_WAKEUP
+		     : bpf_ringbuf_query(&stacks, BPF_RB_AVAIL_DATA) < stack_wakeup_bytes ? BPF_RB_NO_WAKEUP : 0;
+	bpf_ringbuf_submit_dynptr(&out, wake);
 	count(MT_COUNTER_STACKS_SENT);
 	__u8 one = 1;
-	bpf_map_update_elem(&seen_stacks, &h, &one, BPF_ANY);
+	/*
+	 * An empty way, else either at random: two stacks of one set do not evict each other forever.
+	 * Looked up again rather than kept across the calls above, to keep this frame small.
+	 */
+	set = bpf_map_lookup_elem(&seen_stacks, &zero);
+	if (set) {
+		if (!set->way[0] || (set->way[1] && (bpf_get_prandom_u32() & 1)))
+			set->way[0] = h;
+		else
+			set->way[1] = h;
+	}
 	if (new_maps)
 		bpf_map_update_elem(&maps_known, &tgid, &one, BPF_ANY);
 	apply_pressure(1, &stacks, stack_stop_bytes);
+	part_end(MT_COUNTER_PART_STACK_RECORD_NS, t);
 	return h;
 }
 
 static __always_inline void emit_allocation(struct pt_regs *ctx, __u32 kind, __u64 addr, __u64 size,
 					    __u64 old_addr, __u32 flags)
 {
-	emit_record(kind, addr, size, old_addr, flags, true, capture_stack(ctx));
+	__u64 hash = capture_stack(ctx);
+	__u64 t = part_clock();
+	emit_record(kind, addr, size, old_addr, flags, true, hash);
+	part_end(MT_COUNTER_PART_EVENT_RECORD_NS, t);
+	if (time_parts)
+		count(MT_COUNTER_PART_EVENTS);
 }
 
 /* ---- memory mappings ----

@@ -183,6 +183,12 @@ enum mt_counter {
 	MT_COUNTER_UNWIND_CHAINS_MATCHED, /* walks answered by the thread's previous one (chain_cache.h) */
 	MT_COUNTER_UNWIND_CHAINS_CHANGED, /* walks that started as the previous one but read other words */
 	MT_COUNTER_SELF_TRAPS, /* memtrack's own allocator calls trapped by a shared link: must stay 0 */
+	/* time_parts only: nanoseconds spent in each part of the allocation return program, summed. */
+	MT_COUNTER_PART_EVENTS,          /* allocation events timed */
+	MT_COUNTER_PART_WALK_NS,         /* the stack walk (CFI rows or bpf_get_stack) */
+	MT_COUNTER_PART_HASH_NS,         /* hashing the frames and looking the hash up */
+	MT_COUNTER_PART_STACK_RECORD_NS, /* a new stack's record: reserve, write, submit, mark seen */
+	MT_COUNTER_PART_EVENT_RECORD_NS, /* the event record: reserve, fill, submit, the fill check */
 	MT_COUNTER_MAX,
 };
 

@@ -136,6 +136,7 @@ int run_track(const TrackOptions& opt_in) {
         cfg.capture_stacks = !opt.no_stacks;
         cfg.place_probes = !opt.probe_at_entry;
         cfg.max_frames = opt.max_frames;
+        cfg.time_parts = opt.time_bpf_parts;
         cfg.unwind_cfi = opt.unwind == "cfi";
         cfg.unwind_rows = opt.unwind_rows;
         cfg.stack_ring_bytes = opt.stack_ring_size;

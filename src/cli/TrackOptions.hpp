@@ -28,6 +28,7 @@ struct TrackOptions {
     bool system_wide_probes = false;  // probes trap in every process, not only the tracked ones
     bool debuginfod = false;  // let libdw ask DEBUGINFOD_URLS' servers for missing debug info
     uint32_t max_frames = 64;
+    bool time_bpf_parts = false;  // the return program times its parts (stats bpf_parts)
     std::string unwind = "cfi";      // how stacks are walked: cfi (the objects' CFI) or fp (frame pointers)
     uint32_t unwind_rows = 1u << 22;  // room for every object's unwind rows
     uint64_t stack_ring_size = 16ull << 20;

@@ -105,6 +105,7 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
     s->skel_->rodata->stack_stop_bytes = watermark(cfg.stack_ring_bytes);
     s->skel_->rodata->capture_stacks = cfg.capture_stacks;
     s->skel_->rodata->max_frames = cfg.max_frames;
+    s->skel_->rodata->time_parts = cfg.time_parts;
     const bool cfi = cfg.capture_stacks && cfg.unwind_cfi;
     s->skel_->rodata->unwind_cfi = cfi;
     if (bpf_map__set_max_entries(s->skel_->maps.unwind_rows, cfi ? cfg.unwind_rows : 1) != 0)
@@ -114,6 +115,7 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
     if (bpf_map__set_max_entries(s->skel_->maps.row_cache, cfi ? uint32_t(cpus) * MT_ROW_CACHE_SLOTS : 1) != 0)
         fail("row cache resize", errno);
     s->skel_->rodata->wakeup_bytes = uint64_t(cfg.wakeup_fill * double(cfg.ring_bytes));
+    s->skel_->rodata->stack_wakeup_bytes = uint64_t(cfg.wakeup_fill * double(cfg.stack_ring_bytes));
     s->per_process_ = cfg.per_process_links && kernel_signals_tasks();
     if (cfg.per_process_links && !s->per_process_)
         log::info("kernel before 6.13: allocator probes trap in every process using the libraries");
@@ -298,6 +300,24 @@ uint64_t BpfSession::counter(uint32_t index) const {
     uint64_t sum = 0;
     for (uint64_t v : values) sum += v;
     return sum;
+}
+
+std::vector<ProgramRunStats> BpfSession::program_stats() const {
+    std::vector<ProgramRunStats> out;
+    bpf_program* prog = nullptr;
+    bpf_object__for_each_program(prog, skel_->obj) {
+        const int fd = bpf_program__fd(prog);
+        if (fd < 0) continue;  // not loaded (autoload off)
+        bpf_prog_info info{};
+        uint32_t len = sizeof(info);
+        ProgramRunStats p{bpf_program__name(prog)};
+        if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) {
+            p.runs = info.run_cnt;
+            p.run_ns = info.run_time_ns;
+        }
+        out.push_back(std::move(p));
+    }
+    return out;
 }
 
 }  // namespace memtrack

@@ -23,6 +23,11 @@ struct memtrack_bpf;
 
 namespace memtrack {
 
+struct ProgramRunStats {
+    std::string name;
+    uint64_t runs = 0, run_ns = 0;
+};
+
 // An object a process maps, with its probe sites (shared by every process mapping the file).
 struct ProbedObject {
     MappedObject object;
@@ -36,6 +41,7 @@ struct BpfConfig {
     bool capture_stacks = true;
     bool place_probes = true;   // ProbePlacement; off: every probe at its function's entry
     uint32_t max_frames = 64;
+    bool time_parts = false;  // the return program times its parts (MT_COUNTER_PART_*)
     // Stacks walked by the CFI rows user space loads (UnwindTables); off: by frame pointer.
     bool unwind_cfi = true;
     uint32_t unwind_rows = 1u << 22;  // rows for every object's table together (8 bytes each)
@@ -96,6 +102,10 @@ public:
     uint64_t max_fill_bytes(int ring) const;
     uint64_t stop_bytes() const;  // the events ring's stop mark
     uint64_t counter(uint32_t index) const;  // summed over CPUs
+    bool times_parts() const { return cfg_.time_parts; }
+    // Each loaded program's runs and run time as the kernel counts them (both 0 unless
+    // kernel.bpf_stats_enabled was on while it ran).
+    std::vector<ProgramRunStats> program_stats() const;
     // Detaches every probe now (each link's fd closed); maps stay readable.
     void detach();
 

@@ -1,8 +1,9 @@
 /*
- * stack_flood: 2^STK_FLOOD_DEPTH distinct call stacks in a burst, one allocation of
- * STK_FLOOD_SIZE each: the path from main to leaf() goes through left() or right() at each of
- * STK_FLOOD_DEPTH levels, chosen by the bits of the stack's number. Far more new stacks, far
- * faster, than a slowed symbolizer keeps up with (tests/root/test_stacks.cpp).
+ * stack_flood [DEPTH [PASSES]]: 2^DEPTH (default STK_FLOOD_DEPTH) distinct call stacks in a
+ * burst, one allocation of STK_FLOOD_SIZE each, PASSES times over (default 1): the path from main
+ * to leaf() goes through left() or right() at each of DEPTH levels, chosen by the bits of the
+ * stack's number. Far more new stacks, far faster, than a slowed symbolizer keeps up with; with
+ * DEPTH 17, more than an LRU hash of 64k stacks held (tests/root/test_stacks.cpp).
  */
 #include <stdlib.h>
 
@@ -42,9 +43,13 @@ __attribute__((noinline)) static void step(unsigned depth, unsigned bits)
 	fx_escape(NULL);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	for (unsigned bits = 0; bits < (1u << STK_FLOOD_DEPTH); bits++)
-		step(STK_FLOOD_DEPTH, bits);
+	unsigned depth = fx_count(argc, argv, STK_FLOOD_DEPTH);
+	unsigned passes = argc > 2 ? fx_count(argc - 1, argv + 1, 1) : 1;
+	FX_REQUIRE(depth <= 20);
+	for (unsigned pass = 0; pass < passes; pass++)
+		for (unsigned bits = 0; bits < (1u << depth); bits++)
+			step(depth, bits);
 	return 0;
 }

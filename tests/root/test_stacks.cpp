@@ -1021,6 +1021,73 @@ TEST_CASE("stacks: a flood of new stacks faster than the symbolizer pauses the f
     CHECK(missing == 0);
 }
 
+TEST_CASE("stacks: --time-bpf-parts times every allocation's return program, and only with it") {
+    ROOT_SUITE_GUARD();
+    for (bool timed : {false, true}) {
+        CAPTURE(timed);
+        TempDir dir;
+        std::vector<std::string> extra;
+        if (timed) extra.push_back("--time-bpf-parts");
+        Tracked t = track_and_dump(dir, {fixture("stack_sites")}, extra);
+        CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+        check_common(t);
+        const json::object s = stats_object(t);
+        const json::object& parts = s.at("bpf_parts").as_object();
+        const uint64_t events = stat_u64(s, "allocation_events");
+        CHECK(events >= STK_SITES_COUNT * STK_SITES_CALLS);
+        CHECK(parts.at("events").to_number<uint64_t>() == (timed ? events : 0));
+        for (const char* part : {"walk_ns_per_event", "hash_ns_per_event", "event_record_ns_per_event"}) {
+            CAPTURE(part);
+            CHECK((parts.at(part).to_number<double>() > 0) == timed);
+        }
+        // Every loaded program is listed, whatever kernel.bpf_stats_enabled says.
+        const json::object& programs = s.at("bpf_programs").as_object();
+        for (const char* prog : {"alloc_entry", "alloc_return", "on_fork", "on_exec", "on_exit"}) {
+            CAPTURE(prog);
+            CHECK(programs.contains(prog));
+        }
+    }
+}
+
+TEST_CASE("stacks: 128k distinct stacks, each twice: each crosses the ring once, not again once 64k others came") {
+    ROOT_SUITE_GUARD();
+    // Twice the stacks an LRU hash of 64k entries held: with it, every stack of the second pass
+    // had been forgotten and was sent again (stacks_sent twice stacks_unique).
+    constexpr unsigned kDepth = 17, kStacks = 1u << kDepth;
+    TempDir dir;
+    Tracked t = track_and_dump(dir, {fixture("stack_flood"), std::to_string(kDepth), "2"});
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_common(t);
+
+    std::map<uint64_t, unsigned> uses;
+    size_t allocations = 0;
+    for (const Event& e : t.events) {
+        if (!e.size || *e.size != STK_FLOOD_SIZE || !is_allocation(e)) continue;
+        ++allocations;
+        REQUIRE(e.stack_hash.has_value());
+        ++uses[*e.stack_hash];
+    }
+    CHECK(allocations == 2 * kStacks);
+    CHECK(uses.size() == kStacks);
+    size_t not_twice = 0;
+    for (const auto& [hash, n] : uses) not_twice += n != 2;
+    CHECK(not_twice == 0);
+
+    // Not check_stack_stats: here some stacks are sent again (below).
+    const json::object s = stats_object(t);
+    MESSAGE("stack stats:", stack_stats(s));
+    CHECK(stat_u64(s, "stack_errors") == 0);
+    CHECK(stat_u64(s, "stacks_dropped") == 0);
+    const uint64_t sent = stat_u64(s, "stacks_sent"), unique = stat_u64(s, "stacks_unique");
+    CHECK(unique >= kStacks);
+    // Sent again only where later stacks took both ways of its set (1-2 % here).
+    CHECK(sent < unique + kStacks / 20);
+    const auto stacks = dump_stacks(stacks_file_of(t.result.artifact));
+    size_t missing = 0;
+    for (const auto& [hash, n] : uses) missing += !stacks.count(hash);
+    CHECK(missing == 0);
+}
+
 TEST_CASE("stacks: JavaScript frames are named from node's perf map") {
     ROOT_SUITE_GUARD();
     // Debian's nodejs: scripts/deps.sh installs it for this test.

@@ -73,8 +73,8 @@ TEST_CASE("Symbolizer: new mappings apply from the stack that brought them, not 
 }
 
 TEST_CASE("Symbolizer: a stack sent again is written, counted and timed once, its ring bytes every time") {
-    // BPF sends a stack again once its LRU forgot it was sent: here stack 7 comes three times,
-    // in the batch that brought it first and in the next one.
+    // BPF sends a stack again once another stack took its way in seen_stacks: here stack 7 comes
+    // three times, in the batch that brought it first and in the next one.
     TempDir dir;
     const std::string path = dir / "stacks.msgpack";
     auto* first = new RecordBatch;
