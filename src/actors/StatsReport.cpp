@@ -91,6 +91,7 @@ UnwindCounters read_unwind_counters(const UnwindTables* tables, const BpfSession
     u.walks_bad_frame = bpf.counter(MT_COUNTER_UNWIND_BAD_FRAME);
     u.walks_matched = bpf.counter(MT_COUNTER_UNWIND_CHAINS_MATCHED);
     u.walks_changed = bpf.counter(MT_COUNTER_UNWIND_CHAINS_CHANGED);
+    u.row_cache_misses = bpf.counter(MT_COUNTER_UNWIND_ROW_MISSES);
     return u;
 }
 
@@ -196,6 +197,7 @@ boost::json::object stats_json(const RunCounters& c) {
         {"walks_bad_frame", u.walks_bad_frame},
         {"walks_matched", u.walks_matched},
         {"walks_changed", u.walks_changed},
+        {"row_cache_misses", u.row_cache_misses},
     };
     return out;
 }

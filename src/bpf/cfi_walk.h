@@ -55,6 +55,8 @@ struct row_query {
 	__u32 tgid, generation;
 	struct mt_unwind_mapping map; /* end 0: none */
 	struct mt_unwind_row row;     /* the answer; MT_CFA_NONE when no row covers `at` */
+	/* Row cache misses of this walk (unwind_row_at's), added to their counter when it ends. */
+	__u32 misses;
 };
 
 /*
@@ -63,6 +65,11 @@ struct row_query {
  * memory, so they do not split the loop's states.
  */
 struct walk_scratch {
+	/*
+	 * Frames found by CFI and by frame pointer in this walk, added to their counters when it
+	 * ends: a counter's lookup and atomic add per frame cost about a third of a frame's step.
+	 */
+	__u32 cfi_frames, fp_frames;
 	__u32 reads; /* words read so far; the first MT_CHAIN_READS are in addr/value */
 	__u32 span;  /* bytes from sp to the end of the highest word read */
 	__u32 end;   /* the counter that ended the walk */
@@ -333,7 +340,7 @@ static __always_inline long frame_pointer_step(struct cfi_walk *w)
 	if (read_return_address(w, bp + 8, &ra) != 0 || read_saved_bp(w, bp) != 0) {
 		return walk_end(w, MT_COUNTER_UNWIND_READ_FAILED);
 	}
-	count(MT_COUNTER_UNWIND_FP_FRAMES);
+	w->scratch->fp_frames++;
 	w->sp = bp + 16;
 	w->pc = ra;
 	return 0;
@@ -355,6 +362,7 @@ __noinline int unwind_row_at(struct row_query *q)
 		q->row = e->row;
 		return 0;
 	}
+	q->misses++;
 	struct mt_unwind_mapping *m = &q->map;
 	if (at < m->start || at >= m->end) {
 		__u32 tgid = q->tgid;
@@ -424,7 +432,7 @@ static __always_inline long cfi_step(struct cfi_walk *w)
 		forget_bp(w);
 		break;
 	}
-	count(MT_COUNTER_UNWIND_CFI_FRAMES);
+	w->scratch->cfi_frames++;
 	w->sp = cfa;
 	w->pc = ra;
 	return 0;
@@ -552,6 +560,8 @@ __noinline __u32 walk_frames(struct pt_regs *ctx, struct mt_stack_record *s, __u
 	scratch->query.tgid = tgid;
 	scratch->query.generation = generation;
 	scratch->query.map.start = scratch->query.map.end = 0;
+	scratch->query.misses = 0;
+	scratch->cfi_frames = scratch->fp_frames = 0;
 	copy_stack(&w, MT_STACK_COPY_BYTES);
 	scratch->reads = 0;
 	scratch->span = 0;
@@ -561,6 +571,14 @@ __noinline __u32 walk_frames(struct pt_regs *ctx, struct mt_stack_record *s, __u
 	struct task_struct *task = bpf_get_current_task_btf();
 	ri_load(&w, (__u64)BPF_CORE_READ(task, utask, return_instances));
 	bpf_loop(MT_MAX_FRAMES + 1, cfi_frame, &w, 0);
+	/*
+	 * `zero` as every counter's key, and the scratch through w: a key or a pointer kept apart
+	 * would not fit the call chain's 512 bytes of stack (this frame is at its limit).
+	 */
+	struct walk_scratch *sc = w.scratch;
+	count_add_keyed(&zero, MT_COUNTER_UNWIND_ROW_MISSES, sc->query.misses);
+	count_add_keyed(&zero, MT_COUNTER_UNWIND_CFI_FRAMES, sc->cfi_frames);
+	count_add_keyed(&zero, MT_COUNTER_UNWIND_FP_FRAMES, sc->fp_frames);
 	return w.n;
 }
 

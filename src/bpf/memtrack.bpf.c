@@ -176,11 +176,18 @@ struct {
 	__type(value, struct thread_state);
 } threads SEC(".maps");
 
-static __always_inline void count_add(__u32 idx, __u64 n)
+/* Adds n to counter idx, with *key (the caller's stack) as the lookup's key. */
+static __always_inline void count_add_keyed(__u32 *key, __u32 idx, __u64 n)
 {
-	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+	*key = idx;
+	__u64 *v = bpf_map_lookup_elem(&counters, key);
 	if (v)
 		__sync_fetch_and_add(v, n);
+}
+
+static __always_inline void count_add(__u32 idx, __u64 n)
+{
+	count_add_keyed(&idx, idx, n);
 }
 
 static __always_inline void count(__u32 idx)

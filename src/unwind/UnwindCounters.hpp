@@ -27,6 +27,7 @@ struct UnwindCounters {
     uint64_t walks_bad_frame = 0;
     uint64_t walks_matched = 0;  // answered by the thread's previous walk (chain_cache.h)
     uint64_t walks_changed = 0;  // started as the previous walk, but a word it read had changed
+    uint64_t row_cache_misses = 0;  // frames whose row was searched for: the row cache missed
 };
 
 }  // namespace memtrack
