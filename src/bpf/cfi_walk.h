@@ -536,8 +536,8 @@ static __always_inline void chain_keep(struct chain *c, struct walk_scratch *sc,
  * The walk, frame by frame, from the registers at an allocator's return into s->ips (frame 0 is
  * the return address into the caller), by the rows of the process's description `generation`
  * (0: none, each step by frame pointer); returns the number of frames, and leaves what the walk
- * read, for its chain, in the CPU's walk_scratch. Each frame is counted as it is found: adding
- * the counts up in the walk made the verifier's states differ by them.
+ * read, for its chain, in the CPU's walk_scratch. Frames are tallied in walk_scratch, not in the
+ * walk's loop state: tallies there would make the verifier's states differ by them.
  *
  * A global function, as is its caller: the verifier checks each once, on its own, and a caller
  * continues from one state (the count is any scalar) instead of one per way the walk can end.
