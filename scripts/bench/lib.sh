@@ -114,7 +114,11 @@ install_peers() { # apt-installs the tools the sections run that are missing
 }
 
 # ---- work folder, private libraries ----
+BPF_STATS_WAS=""  # kernel.bpf_stats_enabled before a section turned it on (bpf_stats_on), restored at exit
+bpf_stats_on() { BPF_STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled); sysctl -q -w kernel.bpf_stats_enabled=1; }
+bpf_stats_off() { [[ -z "$BPF_STATS_WAS" ]] || sysctl -q -w kernel.bpf_stats_enabled="$BPF_STATS_WAS"; BPF_STATS_WAS=""; }
 cleanup() {
+    bpf_stats_off
     if ((KEEP)); then echo "bench: work folder kept: $WORK" >&2; else rm -rf "$WORK"; fi
 }
 make_work() { # -> WORK (removed at exit unless --keep), with out/ t/ stats/ log/

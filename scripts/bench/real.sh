@@ -78,6 +78,7 @@ for ((REP = 1; REP <= REPS; ++REP)); do
                 # The floor probes what memtrack probed in this program (its first -v log).
                 [[ -n "${REAL_FLOOR[$wl]:-}" ]] ||
                     REAL_FLOOR[$wl]="$(floor_args placed "$WORK/log/real_${wl}__memtrack-nostacks__r1.log")"
+                # shellcheck disable=SC2034  # run's floor tool reads it
                 mapfile -t FLOOR_PLACED <<<"${REAL_FLOOR[$wl]}"
             fi
             run "$tool" "real_${wl}__$tool" "${REAL_ARGV[@]}"
@@ -86,8 +87,7 @@ for ((REP = 1; REP <= REPS; ++REP)); do
 done
 place_floor # the global floor again, for the sections after this one
 # One more run of each under memtrack with the kernel's BPF run-time statistics and the timed parts.
-bpf_stats_was=$(sysctl -n kernel.bpf_stats_enabled)
-sysctl -q -w kernel.bpf_stats_enabled=1
+bpf_stats_on
 for wl in "${REAL_WORKLOADS[@]}"; do
     real_cmd "$wl"
     for mode in nostacks stacks; do
@@ -96,7 +96,7 @@ for wl in "${REAL_WORKLOADS[@]}"; do
         mt_run "real_${wl}__parts-$mode" "${opts[@]}" -- "${REAL_ARGV[@]}"
     done
 done
-sysctl -q -w kernel.bpf_stats_enabled="$bpf_stats_was"
+bpf_stats_off
 
 echo "Workloads: gcc -O2 -c of a generated C file of $REAL_GCC_FUNCS functions; Debian's python3 ($(/usr/bin/python3 --version 2>&1))"
 echo "dumping and loading $REAL_PY_N records as JSON and matching regular expressions over them; node $(node --version)"
