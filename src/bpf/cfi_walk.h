@@ -57,7 +57,9 @@ struct row_query {
 	struct mt_unwind_row row;     /* the answer; MT_CFA_NONE when no row covers `at` */
 	/* Row cache misses of this walk (unwind_row_at's), added to their counter when it ends. */
 	__u32 misses;
+	__u32 cache_base; /* this CPU's first slot in row_cache, found at the walk's first frame */
 };
+#define MT_ROW_CACHE_UNSET 0xffffffffu
 
 /*
  * A walk's working memory, per CPU: the stack copy, and what the walk read (for its chain).
@@ -355,8 +357,9 @@ __noinline int unwind_row_at(struct row_query *q)
 	if (!q)
 		return 0;
 	__u64 at = q->at;
-	__u32 slot = bpf_get_smp_processor_id() * MT_ROW_CACHE_SLOTS +
-		     (((__u32)(at ^ (at >> 12)) * 2654435761u >> 20) & (MT_ROW_CACHE_SLOTS - 1));
+	if (q->cache_base == MT_ROW_CACHE_UNSET)
+		q->cache_base = bpf_get_smp_processor_id() * MT_ROW_CACHE_SLOTS;
+	__u32 slot = q->cache_base + (((__u32)(at ^ (at >> 12)) * 2654435761u >> 20) & (MT_ROW_CACHE_SLOTS - 1));
 	struct row_cache_entry *e = bpf_map_lookup_elem(&row_cache, &slot);
 	if (e && e->pc == at && e->tgid == q->tgid && e->generation == q->generation) {
 		q->row = e->row;
@@ -475,15 +478,25 @@ static __always_inline void copy_stack(struct cfi_walk *w, __u32 want)
 		w->copy_bytes = first + rest;
 }
 
-/* One word of w->replay: scratch->replay_ok stays 1 while each still holds its value. */
+#define MT_REPLAY_STEP 4 /* words of w->replay each bpf_loop iteration checks: the loop's call costs more than a word */
+
+/* Words i * MT_REPLAY_STEP on of w->replay: scratch->replay_ok stays 1 while each still holds its value. */
 static long chain_replay_step(__u64 i, void *ctx)
 {
 	struct cfi_walk *w = ctx;
 	struct chain *c = w->replay;
-	__u64 v = 0;
-	if (!c || i >= MT_CHAIN_READS || stack_word(w, c->addr[i], &v) != 0 || v != c->value[i]) {
+	if (!c) {
 		w->scratch->replay_ok = 0;
 		return 1;
+	}
+	for (__u32 k = 0; k < MT_REPLAY_STEP; k++) {
+		__u64 j = i * MT_REPLAY_STEP + k, v = 0;
+		if (j >= c->reads)
+			return 1;
+		if (j >= MT_CHAIN_READS || stack_word(w, c->addr[j], &v) != 0 || v != c->value[j]) {
+			w->scratch->replay_ok = 0;
+			return 1;
+		}
 	}
 	return 0;
 }
@@ -502,13 +515,13 @@ static __always_inline bool chain_words_hold(struct cfi_walk *w, struct chain *c
 {
 	w->replay = c;
 	w->scratch->replay_ok = 1;
-	bpf_loop(c->reads, chain_replay_step, w, 0);
+	bpf_loop((c->reads + MT_REPLAY_STEP - 1) / MT_REPLAY_STEP, chain_replay_step, w, 0);
 	return w->scratch->replay_ok;
 }
 
 /* Keeps the walk just done as the thread's chain, when it can be checked next time. */
 static __always_inline void chain_keep(struct chain *c, struct walk_scratch *sc, struct mt_stack_record *s, __u32 n,
-				       __u32 tid, __u32 generation, struct pt_regs *ctx)
+				       __u32 tgid, __u32 tid, __u32 generation, struct pt_regs *ctx)
 {
 	__u32 reads = sc->reads, end = sc->end;
 	if ((end != MT_COUNTER_UNWIND_COMPLETE && end != MT_COUNTER_UNWIND_TRUNCATED) || reads > MT_CHAIN_READS ||
@@ -529,6 +542,8 @@ static __always_inline void chain_keep(struct chain *c, struct walk_scratch *sc,
 	    bpf_probe_read_kernel(c->value, reads * 8, sc->value) != 0 ||
 	    bpf_probe_read_kernel(c->ips, n * 8, s->ips) != 0)
 		return;
+	/* Hashed once here: each walk the chain answers gets the hash with the frames. */
+	c->hash = s->hash = stack_hash(s, n, tgid);
 	c->generation = generation;
 }
 
@@ -561,6 +576,7 @@ __noinline __u32 walk_frames(struct pt_regs *ctx, struct mt_stack_record *s, __u
 	scratch->query.generation = generation;
 	scratch->query.map.start = scratch->query.map.end = 0;
 	scratch->query.misses = 0;
+	scratch->query.cache_base = MT_ROW_CACHE_UNSET;
 	scratch->cfi_frames = scratch->fp_frames = 0;
 	copy_stack(&w, MT_STACK_COPY_BYTES);
 	scratch->reads = 0;
@@ -609,6 +625,7 @@ __noinline __u32 chain_answer(struct pt_regs *ctx, struct mt_stack_record *s, st
 	}
 	__u32 n = c->n & MT_MAX_FRAMES;
 	bpf_probe_read_kernel(s->ips, n * 8, c->ips);
+	s->hash = c->hash;
 	count(c->end == MT_COUNTER_UNWIND_TRUNCATED ? MT_COUNTER_UNWIND_TRUNCATED : MT_COUNTER_UNWIND_COMPLETE);
 	count(MT_COUNTER_UNWIND_CHAINS_MATCHED);
 	return n + 1;
@@ -638,7 +655,7 @@ __noinline __u32 cfi_walk_stack(struct pt_regs *ctx, struct mt_stack_record *s, 
 	if (answered)
 		return answered - 1;
 	__u32 n = walk_frames(ctx, s, tgid, max, generation);
-	chain_keep(kept, scratch, s, n, tid, generation, ctx);
+	chain_keep(kept, scratch, s, n, tgid, tid, generation, ctx);
 	return n;
 }
 

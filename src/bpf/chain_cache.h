@@ -37,6 +37,7 @@ struct chain {
 	__u32 n;          /* frames, in ips */
 	__u32 reads;      /* words read, in addr/value */
 	__u32 end;        /* the counter that ended the walk */
+	__u64 hash;       /* stack_hash of its frames */
 	struct chain_returns returns;
 	__u64 addr[MT_CHAIN_READS];
 	__u64 value[MT_CHAIN_READS];

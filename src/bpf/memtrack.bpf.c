@@ -210,6 +210,24 @@ static __always_inline __u64 part_end(__u32 idx, __u64 since)
 	return now;
 }
 
+/*
+ * FNV-1a over s's first nr frames, seeded with the process (addresses mean something per
+ * process); never 0. A global function: the verifier checks its loop once, not at each caller.
+ */
+__noinline __u64 stack_hash(struct mt_stack_record *s, __u32 nr, __u32 tgid)
+{
+	if (!s)
+		return 1;
+	__u64 h = 0xcbf29ce484222325ULL ^ tgid;
+	for (__u32 i = 0; i < MT_MAX_FRAMES; i++) {
+		if (i >= nr)
+			break;
+		h = (h ^ s->ips[i]) * 0x100000001b3ULL;
+	}
+	h ^= h >> 31;
+	return h ? h : 1;
+}
+
 #include "cfi_walk.h"
 
 /* pid's number in memtrack's pid namespace; 0 when it has none there (not one of its descendants). */
@@ -466,6 +484,7 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 	__u32 tgid = current_tgid();
 	__u32 nr;
 	__u64 t = part_clock();
+	s->hash = 0;
 	if (unwind_cfi) {
 		nr = cfi_walk_stack(ctx, s, tgid, max_frames);
 	} else {
@@ -479,16 +498,8 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 	if (nr > max_frames)
 		nr = max_frames;
 	t = part_end(MT_COUNTER_PART_WALK_NS, t);
-	/* FNV-1a over the frames, seeded with the process: addresses mean something per process. */
-	__u64 h = 0xcbf29ce484222325ULL ^ tgid;
-	for (__u32 i = 0; i < MT_MAX_FRAMES; i++) {
-		if (i >= nr)
-			break;
-		h = (h ^ s->ips[i]) * 0x100000001b3ULL;
-	}
-	h ^= h >> 31;
-	if (!h)
-		h = 1;
+	/* A walk answered by a kept chain, or kept as one, left its hash in s->hash. */
+	__u64 h = s->hash ? s->hash : stack_hash(s, nr, tgid);
 	count(MT_COUNTER_STACKS_CAPTURED);
 	/* `zero` is done with: reused as the key, so this frame's size stays within the call chain's 512 bytes. */
 	zero = (__u32)h & (MT_SEEN_SETS - 1);
