@@ -61,7 +61,8 @@ private:
     std::chrono::microseconds delay_per_stack_;
     SymbolizerCounters counters_;
     std::unordered_map<int32_t, ProcessMaps> maps_;
-    // The stacks in the file: a stack sent again (another stack took its way in BPF's seen_stacks) is written and counted once.
+    // The stacks in the file: a stack sent again (another stack took its way in BPF's
+    // seen_stacks) is written and counted once.
     std::unordered_set<uint64_t> written_;
     std::string buf_;
 };

@@ -69,7 +69,7 @@ struct row_query {
 struct walk_scratch {
 	/*
 	 * Frames found by CFI and by frame pointer in this walk, added to their counters when it
-	 * ends: a counter's lookup and atomic add per frame cost about a third of a frame's step.
+	 * ends, rather than a counter's lookup and atomic add in every frame's step.
 	 */
 	__u32 cfi_frames, fp_frames;
 	__u32 reads; /* words read so far; the first MT_CHAIN_READS are in addr/value */
@@ -478,7 +478,8 @@ static __always_inline void copy_stack(struct cfi_walk *w, __u32 want)
 		w->copy_bytes = first + rest;
 }
 
-#define MT_REPLAY_STEP 4 /* words of w->replay each bpf_loop iteration checks: the loop's call costs more than a word */
+/* Words of w->replay each bpf_loop iteration checks: an iteration's call costs more than a word's check. */
+#define MT_REPLAY_STEP 4
 
 /* Words i * MT_REPLAY_STEP on of w->replay: scratch->replay_ok stays 1 while each still holds its value. */
 static long chain_replay_step(__u64 i, void *ctx)

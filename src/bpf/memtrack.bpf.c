@@ -27,7 +27,7 @@ const volatile __u32 max_frames = 64;            /* <= MT_MAX_FRAMES */
 /* true: stacks walked by the CFI rows (cfi_walk.h); false: by frame pointer (bpf_get_stack). */
 const volatile bool unwind_cfi = true;
 const volatile __u64 stack_stop_bytes = ~0ULL;   /* the stacks ring's stop watermark */
-/* --time-bpf-parts: the return program times its parts (MT_COUNTER_PART_*); off, the clock reads are not loaded. */
+/* --time-bpf-parts: the return program times its parts (MT_COUNTER_PART_*); off, no clock is read. */
 const volatile bool time_parts = false;
 /*
  * 1: user space gives tracked processes allocator links of their own (filtered to the process,
@@ -107,8 +107,8 @@ struct {
  * Hashes of stacks already sent, in sets of two ways indexed by the hash's low bits: each
  * distinct stack crosses the ring once, and again only after a later stack took its way. An
  * array, not an LRU hash: no lock, no list to shrink, and the lookup is inlined, where an LRU
- * hash's eviction costs microseconds per new stack once a program has more distinct stacks than
- * it holds. Two CPUs sending one new stack at once both send it: the Symbolizer keeps one.
+ * hash takes its locks and shrinks its lists for each new stack once a program has more
+ * distinct stacks than it holds (docs/BENCHMARKS.md, Real programs). Two CPUs sending one new stack at once both send it: the Symbolizer keeps one.
  */
 #define MT_SEEN_SETS (1u << 19) /* 1 Mi stacks, 8 MiB */
 struct seen_set {
@@ -195,7 +195,7 @@ static __always_inline void count(__u32 idx)
 	count_add(idx, 1);
 }
 
-/* With time_parts: the clock now, and the time since `since` added to counter idx (a part's end is the next one's start). */
+/* With time_parts: the clock now; and the time since `since` added to counter idx (a part's end is the next one's start). */
 static __always_inline __u64 part_clock(void)
 {
 	return time_parts ? bpf_ktime_get_ns() : 0;
@@ -501,10 +501,11 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 	/* A walk answered by a kept chain, or kept as one, left its hash in s->hash. */
 	__u64 h = s->hash ? s->hash : stack_hash(s, nr, tgid);
 	count(MT_COUNTER_STACKS_CAPTURED);
-	/* `zero` is done with: reused as the key, so this frame's size stays within the call chain's 512 bytes. */
+	/* `zero` is done with: reused as the key, so the call chain's frames stay within 512 bytes. */
 	zero = (__u32)h & (MT_SEEN_SETS - 1);
 	struct seen_set *set = bpf_map_lookup_elem(&seen_stacks, &zero);
-	bool seen = !set || set->way[0] == h || set->way[1] == h; /* no set: cannot happen, the index is masked */
+	/* No set cannot happen (the index is masked); taken as seen, it sends nothing. */
+	bool seen = !set || set->way[0] == h || set->way[1] == h;
 	t = part_end(MT_COUNTER_PART_HASH_NS, t);
 	if (seen)
 		return h;

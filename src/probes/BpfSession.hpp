@@ -102,7 +102,6 @@ public:
     uint64_t max_fill_bytes(int ring) const;
     uint64_t stop_bytes() const;  // the events ring's stop mark
     uint64_t counter(uint32_t index) const;  // summed over CPUs
-    bool times_parts() const { return cfg_.time_parts; }
     // Each loaded program's runs and run time as the kernel counts them (both 0 unless
     // kernel.bpf_stats_enabled was on while it ran).
     std::vector<ProgramRunStats> program_stats() const;
