@@ -46,7 +46,7 @@ __attribute__((noinline)) static void step(unsigned depth, unsigned bits)
 int main(int argc, char **argv)
 {
 	unsigned depth = fx_count(argc, argv, STK_FLOOD_DEPTH);
-	unsigned passes = argc > 2 ? fx_count(argc - 1, argv + 1, 1) : 1;
+	unsigned passes = fx_count(argc - 1, argv + 1, 1); /* argv[2], as stack_dlopen reads its count */
 	FX_REQUIRE(depth <= 20);
 	for (unsigned pass = 0; pass < passes; pass++)
 		for (unsigned bits = 0; bits < (1u << depth); bits++)
