@@ -30,9 +30,13 @@ std::mutex g_libbpf_mu;
 std::string g_libbpf_last;
 
 int libbpf_print(enum libbpf_print_level level, const char* format, va_list args) {
-    char buf[1024];
-    std::vsnprintf(buf, sizeof(buf), format, args);
-    std::string line(buf);
+    // Sized to the message: a verifier log comes as one message of up to megabytes.
+    va_list again;
+    va_copy(again, args);
+    const int n = std::vsnprintf(nullptr, 0, format, again);
+    va_end(again);
+    std::string line(n > 0 ? size_t(n) : 0, '\0');
+    if (n > 0) std::vsnprintf(line.data(), line.size() + 1, format, args);
     while (!line.empty() && line.back() == '\n') line.pop_back();
     if (level != LIBBPF_DEBUG) {
         std::lock_guard lock(g_libbpf_mu);
