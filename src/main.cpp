@@ -75,6 +75,10 @@ int main(int argc, char** argv) {
                   "the default) or fp (frame pointers only)");
     t->add_option("--unwind-rows", track.unwind_rows,
                   "unwind rows for all objects together, 8 bytes each (default 4194304)");
+    t->add_option("--cache-dir", track.cache_dir,
+                  "where unwind tables built from the objects' CFI are kept between runs (default "
+                  "$MEMTRACK_CACHE_DIR, else $XDG_CACHE_HOME/memtrack, else ~/.cache/memtrack)");
+    t->add_flag("--no-cache", track.no_cache, "build every unwind table again; read and keep none");
     std::string stack_ring_size;
     t->add_option("--stack-ring-size", stack_ring_size, "stack ring bytes, a power of two (default 16M)");
     bool no_summary = false;

@@ -125,6 +125,9 @@ make_work() { # -> WORK (removed at exit unless --keep), with out/ t/ stats/ log
     WORK="$(mktemp -d "${TMPDIR:-/tmp}/memtrack-bench.XXXXXX")"
     trap cleanup EXIT
     mkdir -p "$WORK/out" "$WORK/t" "$WORK/stats" "$WORK/log"
+    # The unwind table cache starts empty in every bench run: a workload's first memtrack run
+    # builds its tables, later ones read them (memtrack-nocache builds them every time).
+    export MEMTRACK_CACHE_DIR="$WORK/cache"
 }
 # Every timed run leaves its output folder empty for the next.
 clear_out() { rm -rf "$WORK/out" && mkdir -p "$WORK/out"; }
@@ -221,7 +224,7 @@ TIMEFORMAT='%3R %3U %3S'
 declare -A TOOL_LABEL=(
     [untracked]="untracked" [memtrack]="memtrack" [memtrack-fp]="memtrack --unwind fp" [memtrack-nostacks]="memtrack --no-stacks"
     [memtrack-entry]="memtrack --no-stacks --probe-at-entry" [floor]="trap floor (placed)"
-    [memtrack-wakeall]="memtrack --no-stacks --wakeup-fill 0"
+    [memtrack-wakeall]="memtrack --no-stacks --wakeup-fill 0" [memtrack-nocache]="memtrack --no-cache"
     [floor-entry]="trap floor (entry)" [bpftrace]="bpftrace (counting)" [heaptrack]="heaptrack"
     [massif]="valgrind massif"
 )
@@ -235,6 +238,7 @@ run() {
     memtrack) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" -- "$@") ;;
     memtrack-nostacks) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --no-stacks -- "$@") ;;
     memtrack-fp) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --unwind fp -- "$@") ;;
+    memtrack-nocache) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --no-cache -- "$@") ;;
     memtrack-entry) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --no-stacks --probe-at-entry -- "$@") ;;
     memtrack-wakeall) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --no-stacks --wakeup-fill 0 -- "$@") ;;
     heaptrack) cmd=(heaptrack -o "$WORK/out/heaptrack.$tag" "$@") ;;

@@ -8,7 +8,7 @@ SYMBOL_FILES=("$NODE_BIN" "$LIBC")
 for ((REP = 1; REP <= REPS; ++REP)); do
     "$BIN/symbol_throughput" --addresses "$SYMBOL_ADDRS" --json "$WORK/stats/symbols__r$REP.json" "${SYMBOL_FILES[@]}" \
         >"$WORK/log/symbols__r$REP.log" 2>&1 || warning "symbols rep $REP: symbol_throughput failed"
-    for tool in untracked memtrack-nostacks memtrack; do run "$tool" "node__$tool" "$NODE_BIN" -e "$NODE_JS"; done
+    for tool in untracked memtrack-nostacks memtrack memtrack-nocache; do run "$tool" "node__$tool" "$NODE_BIN" -e "$NODE_JS"; done
 done
 echo "bench/symbol_throughput --addresses $SYMBOL_ADDRS: each file mapped without a process and resolved by a fresh"
 echo "Resolver: one address (load: open, find debug info, index the symbols), then $SYMBOL_ADDRS distinct random code"
@@ -26,23 +26,26 @@ for f in "${SYMBOL_FILES[@]}"; do
 done
 echo
 echo "node -e '$NODE_JS' ($NODE_BIN, $(node --version)): wall time, medians of $REPS runs;"
-echo "symbolize_cpu_s, shutdown_stacks_ms (shutdown start to stacks file closed) from memtrack's stats."
+echo "symbolize_cpu_s, shutdown_stacks_ms (shutdown start to stacks file closed), unwind build_ms (the unwind"
+echo "tables, built or read from the cache: node is held meanwhile) from memtrack's stats. memtrack reads the"
+echo "tables from the cache its first run made; memtrack --no-cache builds them in every run, as a first run does."
 echo
-echo "| run | wall (s) | vs --no-stacks | symbolize_cpu_s | shutdown_stacks_ms | stacks wait / run | stacks_unique | new addresses | pressure_stops |"
-echo "|-----|---------:|---------------:|----------------:|-------------------:|------------------:|--------------:|--------------:|---------------:|"
+echo "| run | wall (s) | vs --no-stacks | symbolize_cpu_s | shutdown_stacks_ms | stacks wait / run | unwind build_ms | stacks_unique | new addresses | pressure_stops |"
+echo "|-----|---------:|---------------:|----------------:|-------------------:|------------------:|----------------:|--------------:|--------------:|---------------:|"
 ns=$(median "$WORK/t/node__memtrack-nostacks")
-for tool in untracked memtrack-nostacks memtrack; do
+for tool in untracked memtrack-nostacks memtrack memtrack-nocache; do
     p="node__$tool"
     w=$(median "$WORK/t/$p")
-    if [[ $tool == memtrack ]]; then
-        printf '| %s | %s | %s | %s | %s | %s %% | %s | %s | %s |\n' "${TOOL_LABEL[$tool]}" "$(fmt "$w" '%.2f')" \
+    if [[ $tool == memtrack* && $tool != memtrack-nostacks ]]; then
+        printf '| %s | %s | %s | %s | %s | %s %% | %s | %s | %s | %s |\n' "${TOOL_LABEL[$tool]}" "$(fmt "$w" '%.2f')" \
             "$(fmt "$(calc "$w / $ns")" '%.2fx')" "$(fmt "$(stat_median "$p" .symbolize_cpu_s)" '%.3f')" \
             "$(fmt "$(stat_median "$p" .shutdown_stacks_ms)" '%.1f')" \
             "$(fmt "$(stat_median "$p" '.shutdown_stacks_ms / 10 / .duration_s')" '%.2f')" \
+            "$(fmt "$(stat_median "$p" .unwind.build_ms)" '%.1f')" \
             "$(fmt "$(stat_median "$p" .stacks_unique)" '%.0f')" "$(fmt "$(stat_median "$p" .symbolizer_addresses)" '%.0f')" \
             "$(fmt "$(stat_median "$p" .pressure_stops)" '%.0f')"
     else
-        printf '| %s | %s | %s | | | | | | |\n' "${TOOL_LABEL[$tool]}" "$(fmt "$w" '%.2f')" "$(fmt "$(calc "$w / $ns")" '%.2fx')"
+        printf '| %s | %s | %s | | | | | | | |\n' "${TOOL_LABEL[$tool]}" "$(fmt "$w" '%.2f')" "$(fmt "$(calc "$w / $ns")" '%.2fx')"
     fi
 done
 end_section

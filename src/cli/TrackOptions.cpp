@@ -30,6 +30,7 @@ void check_options(const TrackOptions& o) {
     if (o.unwind != "cfi" && o.unwind != "fp") throw FatalError("--unwind must be cfi or fp");
     if (o.unwind_rows < 1 || o.unwind_rows > (1u << 26))
         throw FatalError(fmt::format("--unwind-rows must be in 1..{}", 1u << 26));
+    if (o.no_cache && !o.cache_dir.empty()) throw FatalError("--cache-dir and --no-cache exclude each other");
     if (o.max_frames < 1 || o.max_frames > MT_MAX_FRAMES)
         throw FatalError(fmt::format("--max-frames must be in 1..{}", MT_MAX_FRAMES));
     const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));

@@ -31,6 +31,10 @@ struct TrackOptions {
     bool time_bpf_parts = false;  // the return program times its parts (stats bpf_parts)
     std::string unwind = "cfi";      // how stacks are walked: cfi (the objects' CFI) or fp (frame pointers)
     uint32_t unwind_rows = 1u << 22;  // room for every object's unwind rows
+    // Where built unwind tables are kept between runs (CfiTableCache); empty: its default
+    // folder, which is skipped with a warning when unusable. --no-cache: none.
+    std::string cache_dir;
+    bool no_cache = false;
     uint64_t stack_ring_size = 16ull << 20;
     // At the end, the three-line summary and the report command (re-reads the artifact once);
     // off with --no-summary or MEMTRACK_NO_SUMMARY=1.

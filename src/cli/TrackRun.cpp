@@ -44,6 +44,24 @@ namespace memtrack {
 
 namespace asio = boost::asio;
 
+namespace {
+
+// The folder --cache-dir names, which must be usable; or the default one, skipped with a
+// warning when it is not (tables are then built every run).
+std::optional<CfiTableCache> open_cache(const TrackOptions& opt) {
+    if (opt.no_cache) return std::nullopt;
+    const bool named = !opt.cache_dir.empty();
+    const std::string dir = named ? opt.cache_dir : CfiTableCache::default_dir();
+    if (dir.empty()) return std::nullopt;
+    auto cache = CfiTableCache::open(dir);
+    if (cache) return std::move(cache).value();
+    if (named) throw FatalError("--cache-dir: " + cache.error().message());
+    log::warn("unwind tables are built every run: {}", cache.error().message());
+    return std::nullopt;
+}
+
+}  // namespace
+
 class TrackRun::Impl {
 public:
     Impl(asio::io_context& io, const TrackOptions& opt, BpfSession& bpf, ZstdFileWriter artifact,
@@ -69,7 +87,8 @@ public:
             lanes.push_back(&*stacks_);
         }
         drains_.emplace(io_, std::move(lanes));
-        if (stacks_file && bpf_.unwind_rows_capacity()) unwind_ = value_or_throw(UnwindTables::open(bpf_));
+        if (stacks_file && bpf_.unwind_rows_capacity())
+            unwind_ = value_or_throw(UnwindTables::open(bpf_, open_cache(opt)));
         links_.emplace(io_, bpf_, holds_, unwind_.get());
         if (auto r = links_->attach_now(child.pid()); !r) throw FatalError("BPF attach failed: " + r.error().message());
         events_.sink().add_root_process(child.pid(), monotonic_ns());

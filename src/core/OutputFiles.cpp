@@ -104,6 +104,29 @@ Result<Fd> OutputDir::create(std::string_view name_view) const {
 
 void OutputDir::remove(std::string_view name) const { ::unlinkat(fd_.get(), std::string(name).c_str(), 0); }
 
+Result<Fd> OutputDir::open_own(std::string_view name_view) const {
+    const std::string name(name_view);
+    Fd fd(::openat(fd_.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    if (!fd.valid()) {
+        if (errno == ELOOP) return Error{"open", path_of(name), 0, "it is a symbolic link; not following it"};
+        return errno_error("open", path_of(name));
+    }
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return errno_error("stat", path_of(name));
+    if (!S_ISREG(st.st_mode)) return Error{"open", path_of(name), 0, fmt::format("it is {}", kind(st.st_mode))};
+    if (st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+        return Error{"open", path_of(name), 0,
+                     fmt::format("someone else can write it (owner uid {}, mode {:04o}); not reading it", st.st_uid,
+                                 st.st_mode & 07777)};
+    return fd;
+}
+
+Result<void> OutputDir::rename(std::string_view from, std::string_view to) const {
+    if (::renameat(fd_.get(), std::string(from).c_str(), fd_.get(), std::string(to).c_str()) != 0)
+        return errno_error("rename", path_of(to));
+    return {};
+}
+
 std::string OutputDir::path_of(std::string_view name) const {
     if (path_.empty() || path_.back() == '/') return path_ + std::string(name);
     return fmt::format("{}/{}", path_, name);

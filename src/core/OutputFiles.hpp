@@ -36,6 +36,13 @@ public:
     Result<Fd> create(std::string_view name) const;
     // Removes `name` if it is there; by the folder's fd, never following a link.
     void remove(std::string_view name) const;
+    // Opens `name` for reading when it is a regular file of ours that no one else can write
+    // (what memtrack wrote there itself); never through a symbolic link. Absent: ENOENT.
+    Result<Fd> open_own(std::string_view name) const;
+    // Renames `from` to `to` within the folder, replacing `to` at once.
+    Result<void> rename(std::string_view from, std::string_view to) const;
+    // The folder's descriptor, for listing it.
+    int fd() const { return fd_.get(); }
 
     std::string path_of(std::string_view name) const;
     const std::string& path() const { return path_; }

@@ -5,10 +5,13 @@
 namespace memtrack {
 
 struct UnwindCounters {
-    uint64_t objects = 0;          // objects whose tables were built
+    uint64_t objects = 0;          // objects whose tables were loaded (built or from the cache)
     uint64_t objects_without_cfi = 0;  // built with no rows (walked by frame pointer)
     uint64_t objects_failed = 0;   // could not be read or compiled (walked by frame pointer)
     uint64_t objects_shared = 0;   // another file with a build-id already loaded
+    uint64_t objects_cached = 0;   // tables read from the cache folder instead of built
+    uint64_t objects_stored = 0;   // tables built and kept in the cache folder
+    uint64_t cache_errors = 0;     // cache entries unreadable or damaged, and stores that failed
     uint64_t rows = 0;             // rows in the BPF array
     uint64_t rows_capacity = 0;
     uint64_t tables_full = 0;      // objects left out because the array was full

@@ -1,6 +1,7 @@
 #include "unwind/UnwindTables.hpp"
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -28,8 +29,9 @@ size_t rows_bytes(uint32_t capacity) {
 
 }  // namespace
 
-Result<std::unique_ptr<UnwindTables>> UnwindTables::open(BpfSession& bpf) {
-    std::unique_ptr<UnwindTables> t(new UnwindTables(bpf.unwind_rows_fd(), bpf.unwind_procs_fd(), bpf.unwind_rows_capacity()));
+Result<std::unique_ptr<UnwindTables>> UnwindTables::open(BpfSession& bpf, std::optional<CfiTableCache> cache) {
+    std::unique_ptr<UnwindTables> t(
+        new UnwindTables(bpf.unwind_rows_fd(), bpf.unwind_procs_fd(), bpf.unwind_rows_capacity(), std::move(cache)));
     if (t->capacity_ == 0) return t;
     void* p = ::mmap(nullptr, rows_bytes(t->capacity_), PROT_READ | PROT_WRITE, MAP_SHARED, t->rows_fd_, 0);
     if (p == MAP_FAILED) return errno_error("mmap", "unwind rows map");
@@ -39,16 +41,43 @@ Result<std::unique_ptr<UnwindTables>> UnwindTables::open(BpfSession& bpf) {
     return t;
 }
 
-UnwindTables::UnwindTables(int rows_fd, int procs_fd, uint32_t capacity)
-    : rows_fd_(rows_fd), procs_fd_(procs_fd), capacity_(capacity) {}
+UnwindTables::UnwindTables(int rows_fd, int procs_fd, uint32_t capacity, std::optional<CfiTableCache> cache)
+    : rows_fd_(rows_fd), procs_fd_(procs_fd), capacity_(capacity), cache_(std::move(cache)) {}
 
 UnwindTables::~UnwindTables() {
     if (rows_) ::munmap(rows_, rows_bytes(capacity_));
 }
 
+// From the cache when it holds the file's table; else built, and kept there when the file did
+// not change while it was read.
+Result<CfiTable> UnwindTables::table_of(const std::string& path) {
+    struct stat before {};
+    if (!cache_ || ::stat(path.c_str(), &before) != 0) return build_cfi_table(path);
+    auto cached = cache_->find(before);
+    if (cached && *cached) {
+        ++counters_.objects_cached;
+        return std::move(**cached);
+    }
+    if (!cached) {
+        ++counters_.cache_errors;
+        log::info("unwind: cache: {} (building the table again)", cached.error().message());
+    }
+    auto table = build_cfi_table(path);
+    struct stat after {};
+    if (!table || ::stat(path.c_str(), &after) != 0 || !CfiTableCache::same_file(before, after)) return table;
+    if (auto r = cache_->store(before, *table); !r) {
+        ++counters_.cache_errors;
+        log::info("unwind: cache: {}", r.error().message());
+    } else {
+        ++counters_.objects_stored;
+    }
+    return table;
+}
+
 std::shared_ptr<const UnwindTables::Object> UnwindTables::load(const std::string& path) {
     const uint64_t t0 = monotonic_ns();
-    auto table = build_cfi_table(path);
+    const uint64_t cached_before = counters_.objects_cached;
+    auto table = table_of(path);
     auto o = std::make_shared<Object>();
     if (!table) {
         ++counters_.objects_failed;
@@ -84,7 +113,8 @@ std::shared_ptr<const UnwindTables::Object> UnwindTables::load(const std::string
     }
     if (!table->build_id.empty()) by_build_id_.emplace(table->build_id, o);
     counters_.build_ns += monotonic_ns() - t0;
-    log::info("unwind: {}: {} rows in {:.1f} ms", path, rows.size(), double(monotonic_ns() - t0) / 1e6);
+    log::info("unwind: {}: {} rows in {:.1f} ms{}", path, rows.size(), double(monotonic_ns() - t0) / 1e6,
+              counters_.objects_cached != cached_before ? " (from the cache)" : "");
     return o;
 }
 

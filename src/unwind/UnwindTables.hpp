@@ -1,7 +1,8 @@
 #pragma once
 // The unwind tables the BPF stack walker follows (src/bpf/unwind.h): every object's rows in one
 // BPF array, written once per object (cached by file, then by build-id, so a second process of a
-// binary costs a lookup), and each process's executable mappings with their biases.
+// binary costs a lookup; built once per machine with a CfiTableCache), and each process's
+// executable mappings with their biases.
 // Not an actor: ProcessLinks calls it on its strand while the process is held for new code, so
 // a process never runs code whose tables are missing.
 #include <sys/types.h>
@@ -10,12 +11,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/Result.hpp"
 #include "unwind/CfiTable.hpp"
+#include "unwind/CfiTableCache.hpp"
 #include "unwind/UnwindCounters.hpp"
 
 struct mt_unwind_row;
@@ -27,7 +30,8 @@ class BpfSession;
 class UnwindTables {
 public:
     // Maps the rows array of `bpf` (nothing to do when the walker is off: describe() is a no-op).
-    static Result<std::unique_ptr<UnwindTables>> open(BpfSession& bpf);
+    // Tables are looked for in `cache` before they are built, and kept there once built.
+    static Result<std::unique_ptr<UnwindTables>> open(BpfSession& bpf, std::optional<CfiTableCache> cache);
     ~UnwindTables();
     UnwindTables(const UnwindTables&) = delete;
     UnwindTables& operator=(const UnwindTables&) = delete;
@@ -45,7 +49,8 @@ private:
         uint32_t row_count = 0;  // 0: no table
         std::vector<LoadSegment> segments;
     };
-    UnwindTables(int rows_fd, int procs_fd, uint32_t capacity);
+    UnwindTables(int rows_fd, int procs_fd, uint32_t capacity, std::optional<CfiTableCache> cache);
+    Result<CfiTable> table_of(const std::string& path);
     Result<void> write_description(pid_t pid);
     void publish();
     std::shared_ptr<const Object> object(pid_t pid, const std::string& path, uint64_t dev, uint64_t ino);
@@ -55,6 +60,7 @@ private:
     int procs_fd_ = -1;
     mt_unwind_row* rows_ = nullptr;  // the mmapped array
     uint32_t capacity_ = 0;
+    std::optional<CfiTableCache> cache_;
     uint32_t used_ = 0;
     uint32_t generation_ = 0;  // of the last description written
     std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<const Object>> by_file_;  // (dev, ino)

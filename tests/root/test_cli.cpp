@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "Events.hpp"
 #include "fixture_sizes.h"
@@ -57,6 +58,31 @@ TEST_CASE("cli: an unknown option is a one-line error, and nothing runs") {
     CHECK_FALSE(top.signaled);
     CHECK_MESSAGE(is_one_line(top.err), "stderr is not one line:\n", top.err);
     check_no_crash_text(top.err);
+}
+
+TEST_CASE("cli: a --cache-dir others can write, or with --no-cache, is a one-line error, and nothing runs") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    const std::string open_dir = dir / "open";
+    std::filesystem::create_directory(open_dir);
+    std::filesystem::permissions(open_dir, std::filesystem::perms::all);
+    const std::string marker = dir / "ran";
+    for (const std::vector<std::string>& opts : {std::vector<std::string>{"--cache-dir", open_dir},
+                                                std::vector<std::string>{"--cache-dir", dir / "c", "--no-cache"}}) {
+        CAPTURE(opts.back());
+        std::vector<std::string> args = opts;
+        for (const char* a : {"--", "/bin/sh", "-c"}) args.push_back(a);
+        args.push_back("touch " + marker);
+        RunResult r = track_raw(dir, args);
+        CHECK_FALSE(r.timed_out);
+        CHECK_FALSE(r.strays);
+        CHECK_MESSAGE(r.status != 0, "memtrack ", r.describe());
+        CHECK_FALSE(r.signaled);
+        CHECK_MESSAGE(is_one_line(r.err), "stderr is not one line:\n", r.err);
+        CHECK_MESSAGE(r.err.find("cache") != std::string::npos, "stderr does not name the cache:\n", r.err);
+        check_no_crash_text(r.err);
+        CHECK_FALSE(std::filesystem::exists(marker));
+    }
 }
 
 TEST_CASE("cli: dump of a corrupt artifact fails with one line") {

@@ -851,6 +851,59 @@ TEST_CASE("stacks: code without frame pointers (rbp clobbered) unwinds by its CF
     }
 }
 
+TEST_CASE("stacks: a second run reads every unwind table from the cache folder and walks the same stacks") {
+    ROOT_SUITE_GUARD();
+    TempDir cache, first_dir, second_dir, uncached_dir;
+    const std::vector<std::string> opts = {"--cache-dir", cache / "cfi"};
+    const std::string src = "stack_cfi.c", lib_src = "stack_cfi_lib.c";
+    // Each run's stacks of the chain and of the shared library: whole, and equal in every run.
+    auto check_stacks = [&](const Tracked& t) {
+        const std::vector<Resolved> resolved = dump_resolved(t.result.artifact);
+        const auto chain = with_size(resolved, STK_CFI_CHAIN);
+        REQUIRE(chain.size() == 1);
+        check_whole_stack(chain[0].frames, "/stack_cfi", cfi_chain_then({{"main", "", marked_line(src, "cfi-main-calls-a")}}));
+        const auto shlib = with_size(resolved, STK_CFI_SHLIB);
+        REQUIRE(shlib.size() == 1);
+        check_whole_stack(shlib[0].frames, "/stack_cfi",
+                          {{"cfi_lib_inner", "/libstackcfi.so", marked_line(lib_src, "cfi-lib-inner-malloc")},
+                           {"cfi_lib_outer", "/libstackcfi.so", marked_line(lib_src, "cfi-lib-outer-calls-inner")},
+                           {"main", "", marked_line(src, "cfi-main-calls-lib")}});
+        const json::object u = unwind_stats(t);
+        CHECK(need_u64(u, "walks_complete", "unwind") == stat_u64(stats_object(t), "stacks_captured"));
+        CHECK(need_u64(u, "frame_pointer_frames", "unwind") == 0);
+        CHECK(need_u64(u, "cache_errors", "unwind") == 0);
+        return show(chain[0].frames) + show(shlib[0].frames);
+    };
+
+    Tracked first = track_cfi_fixture(first_dir, "stack_cfi", opts);
+    const json::object u1 = unwind_stats(first);
+    MESSAGE("first run: ", json::serialize(u1));
+    const uint64_t objects = need_u64(u1, "objects", "unwind");
+    CHECK(objects >= 3);  // stack_cfi, libstackcfi.so, libc, the loader
+    CHECK(need_u64(u1, "objects_from_cache", "unwind") == 0);
+    CHECK(need_u64(u1, "objects_stored_in_cache", "unwind") == objects);
+    const std::string stacks1 = check_stacks(first);
+
+    Tracked second = track_cfi_fixture(second_dir, "stack_cfi", opts);
+    const json::object u2 = unwind_stats(second);
+    MESSAGE("second run: ", json::serialize(u2));
+    CHECK(need_u64(u2, "objects", "unwind") == objects);
+    CHECK(need_u64(u2, "objects_from_cache", "unwind") == objects);
+    CHECK(need_u64(u2, "objects_stored_in_cache", "unwind") == 0);
+    CHECK(need_u64(u2, "rows", "unwind") == need_u64(u1, "rows", "unwind"));
+    CHECK(check_stacks(second) == stacks1);
+
+    // --no-cache: every table built, none read or kept.
+    size_t entries = 0;
+    for (const auto& e : std::filesystem::directory_iterator(cache / "cfi")) entries += e.path().extension() == ".cfi";
+    CHECK(entries == objects);
+    Tracked uncached = track_cfi_fixture(uncached_dir, "stack_cfi", {"--no-cache"});
+    const json::object u3 = unwind_stats(uncached);
+    CHECK(need_u64(u3, "objects_from_cache", "unwind") == 0);
+    CHECK(need_u64(u3, "objects_stored_in_cache", "unwind") == 0);
+    CHECK(check_stacks(uncached) == stacks1);
+}
+
 TEST_CASE("stacks: with --system-wide-probes, each process is described to the CFI walker too") {
     ROOT_SUITE_GUARD();
     TempDir dir;

@@ -102,7 +102,7 @@ RunCounters distinct_counters() {
     c.pauses.pressure_resumes_by_pid = {{42, 2}};
     c.kernel = {601, 602, 603, 604, 605, 606, 607, 608, 609, 610, 1024, 611, 612,
                 {{"alloc_return", 10, 2500}, {"alloc_entry", 0, 0}}, {4, 40, 80, 120, 160}};
-    c.unwind = {701, 702, 703, 704, 705, 706, 707, 8'000'000, 709, 710, 711,
+    c.unwind = {701, 702, 703, 704, 723, 724, 725, 705, 706, 707, 8'000'000, 709, 710, 711,
                 712, 713, 714, 715, 716, 717, 718, 719, 720, 721, 722};
     c.drains.artifact_closed_ns = 12'000'000;
     c.drains.stacks_closed_ns = 13'000'000;
@@ -153,7 +153,8 @@ TEST_CASE("stats: each key reports its owner's counter") {
                    "spawn": {"taken": 503, "released": 513, "exited": 523},
                    "module": {"taken": 504, "released": 514, "exited": 524}},
         "unwind": {"objects": 701, "objects_without_cfi": 702, "objects_failed": 703,
-                   "objects_shared_by_build_id": 704, "rows": 705, "rows_capacity": 706, "tables_full": 707,
+                   "objects_shared_by_build_id": 704, "objects_from_cache": 723,
+                   "objects_stored_in_cache": 724, "cache_errors": 725, "rows": 705, "rows_capacity": 706, "tables_full": 707,
                    "build_ms": 8.0, "processes_described": 709, "describe_errors": 710, "mappings_left_out": 711,
                    "cfi_frames": 712, "frame_pointer_frames": 713, "walks_without_tables": 714,
                    "walks_complete": 715, "walks_truncated": 716, "walks_unsupported": 717,
@@ -190,7 +191,7 @@ TEST_CASE("stats: every key of the object is in docs/STATS.md, and every key the
     const std::set<std::string> reported = keys(stats_json(RunCounters{}));
     for (const std::string& k : reported) CHECK_MESSAGE(documented.count(k), "not in docs/STATS.md: " << k);
     for (const std::string& k : documented) CHECK_MESSAGE(reported.count(k), "not in the stats object: " << k);
-    CHECK(reported.size() == 89);
+    CHECK(reported.size() == 92);
 }
 
 TEST_CASE("stats: a counter copied while its owner counts holds a value it had") {

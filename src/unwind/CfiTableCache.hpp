@@ -1,0 +1,57 @@
+#pragma once
+// Built CfiTables kept on disk between runs, so an object's CFI is compiled once per machine,
+// not once per run: a process is held while the tables of its new code are built, and a big
+// binary's take a tenth of a second (docs/BENCHMARKS.md, "Unwind tables").
+//
+// An entry is used only when everything its table was built from is unchanged: the object file
+// (device, inode, size, modification and change times), the separate debug file its build-id
+// names (the same way, or still absent), and the memtrack binary that built it (its build-id:
+// a rebuilt memtrack may compile CFI differently). Anything else is a miss, and the table is
+// built and stored again. Entries are zstd frames with a checksum: a damaged one is a miss,
+// counted. The folder must be ours (OutputDir's checks); entries are read only when they are
+// regular files of ours that no one else can write.
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/OutputFiles.hpp"
+#include "core/Result.hpp"
+#include "unwind/CfiTable.hpp"
+
+namespace memtrack {
+
+class CfiTableCache {
+public:
+    // The folder --cache-dir names by default: $MEMTRACK_CACHE_DIR, else $XDG_CACHE_HOME/memtrack,
+    // else $HOME/.cache/memtrack; empty when none of them is set.
+    static std::string default_dir();
+    // Opens (creating, mode 0700) the cache folder `dir` for the running memtrack binary.
+    static Result<CfiTableCache> open(const std::string& dir);
+    // The same for entries of the builder `builder_id` (open() passes its own build-id). Past
+    // kMaxEntries entries, the least recently used are removed.
+    static Result<CfiTableCache> open(const std::string& dir, std::string builder_id);
+    // Entries kept: one per object file, a machine's libraries and binaries and the versions an
+    // upgrade left behind.
+    static constexpr size_t kMaxEntries = 2048;
+
+    // The table of the file `st` describes, when an entry for it is valid. A missing entry is
+    // nullopt; an unreadable or damaged one is an Error (the caller counts it and builds).
+    Result<std::optional<CfiTable>> find(const struct stat& st) const;
+    // Keeps `table`, built from the file `st` describes (replacing its entry, never in place).
+    Result<void> store(const struct stat& st, const CfiTable& table) const;
+
+    const std::string& path() const { return dir_.path(); }
+    // Whether two stat(2)s describe one file, unmodified: what an entry is kept for.
+    static bool same_file(const struct stat& a, const struct stat& b);
+
+private:
+    CfiTableCache(OutputDir dir, std::string builder_id) : dir_(std::move(dir)), builder_id_(std::move(builder_id)) {}
+    void prune() const;
+
+    OutputDir dir_;
+    std::string builder_id_;  // the memtrack binary's build-id
+};
+
+}  // namespace memtrack

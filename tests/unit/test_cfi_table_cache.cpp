@@ -1,0 +1,236 @@
+// CfiTableCache: an entry gives back exactly the table stored, and only for the file, the
+// builder and the folder it was made for; damaged, foreign or unsafe entries are never used.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "../common/TempDir.hpp"
+#include "unwind/CfiTableCache.hpp"
+
+using namespace memtrack;
+using memtrack::testsupport::TempDir;
+
+namespace {
+
+// A copy of the C library (a real object with CFI) that a test may touch or replace.
+std::string copy_of_libc(const TempDir& tmp, const std::string& name) {
+    const std::string path = tmp / name;
+    std::filesystem::copy_file("/lib/x86_64-linux-gnu/libc.so.6", path, std::filesystem::copy_options::overwrite_existing);
+    return path;
+}
+
+struct stat stat_of(const std::string& path) {
+    struct stat st {};
+    REQUIRE(::stat(path.c_str(), &st) == 0);
+    return st;
+}
+
+CfiTable built(const std::string& path) {
+    auto t = build_cfi_table(path);
+    REQUIRE_MESSAGE(t.ok(), (t.ok() ? "" : t.error().message()));
+    REQUIRE(t->rows.size() > 1000);
+    return std::move(t).value();
+}
+
+CfiTableCache opened(const std::string& dir, const std::string& builder = "builder-a") {
+    auto c = CfiTableCache::open(dir, builder);
+    REQUIRE_MESSAGE(c.ok(), (c.ok() ? "" : c.error().message()));
+    return std::move(c).value();
+}
+
+bool same_rows(const CfiTable& a, const CfiTable& b) {
+    return a.rows.size() == b.rows.size() &&
+           std::memcmp(a.rows.data(), b.rows.data(), a.rows.size() * sizeof(mt_unwind_row)) == 0;
+}
+
+// The one entry in `dir`.
+std::string only_entry(const std::string& dir) {
+    std::string found;
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+        if (e.path().extension() != ".cfi") continue;
+        found = e.path().string();
+        ++n;
+    }
+    REQUIRE(n == 1);
+    return found;
+}
+
+}  // namespace
+
+TEST_CASE("cfi cache: an entry gives back the table stored, rows, segments and build-id alike") {
+    TempDir tmp;
+    const std::string lib = copy_of_libc(tmp, "libc-copy.so");
+    const CfiTable table = built(lib);
+    const CfiTableCache cache = opened(tmp / "cache");
+    const struct stat st = stat_of(lib);
+
+    auto before = cache.find(st);
+    REQUIRE(before.ok());
+    CHECK_FALSE(before->has_value());  // nothing stored yet
+    REQUIRE(cache.store(st, table).ok());
+    auto got = cache.find(st);
+    REQUIRE(got.ok());
+    REQUIRE(got->has_value());
+    const CfiTable& back = **got;
+    CHECK(same_rows(back, table));
+    CHECK(back.build_id == table.build_id);
+    CHECK(!back.build_id.empty());
+    CHECK(back.debug_frame_file == table.debug_frame_file);
+    REQUIRE(back.segments.size() == table.segments.size());
+    for (size_t i = 0; i < table.segments.size(); ++i) {
+        CHECK(back.segments[i].vaddr == table.segments[i].vaddr);
+        CHECK(back.segments[i].offset == table.segments[i].offset);
+        CHECK(back.segments[i].filesz == table.segments[i].filesz);
+        CHECK(back.segments[i].memsz == table.segments[i].memsz);
+        CHECK(back.segments[i].executable == table.segments[i].executable);
+    }
+    // The folder and the entry are the user's alone.
+    CHECK((stat_of(tmp / "cache").st_mode & 0777) == 0700);
+    CHECK((stat_of(only_entry(tmp / "cache")).st_mode & 0777) == 0600);
+}
+
+TEST_CASE("cfi cache: a file changed, replaced or another builder's entry is a miss") {
+    TempDir tmp;
+    const std::string lib = copy_of_libc(tmp, "libc-copy.so");
+    const CfiTable table = built(lib);
+    const CfiTableCache cache = opened(tmp / "cache");
+    REQUIRE(cache.store(stat_of(lib), table).ok());
+
+    SUBCASE("another memtrack binary built it") {
+        auto got = opened(tmp / "cache", "builder-b").find(stat_of(lib));
+        REQUIRE(got.ok());
+        CHECK_FALSE(got->has_value());
+    }
+    SUBCASE("the file was modified in place (its times change)") {
+        const timespec later[2] = {{0, UTIME_NOW}, {12345, 0}};
+        REQUIRE(::utimensat(AT_FDCWD, lib.c_str(), later, 0) == 0);
+        auto got = cache.find(stat_of(lib));
+        REQUIRE(got.ok());
+        CHECK_FALSE(got->has_value());
+    }
+    SUBCASE("the file was replaced by another one under its name") {
+        const std::string other = copy_of_libc(tmp, "libc-other.so");
+        std::filesystem::rename(other, lib);
+        auto got = cache.find(stat_of(lib));
+        REQUIRE(got.ok());
+        CHECK_FALSE(got->has_value());
+    }
+    SUBCASE("its size differs (what stat says is compared whole)") {
+        struct stat st = stat_of(lib);
+        st.st_size += 1;
+        auto got = cache.find(st);
+        REQUIRE(got.ok());
+        CHECK_FALSE(got->has_value());
+    }
+}
+
+TEST_CASE("cfi cache: a damaged entry is an error, never a table") {
+    TempDir tmp;
+    const std::string lib = copy_of_libc(tmp, "libc-copy.so");
+    const CfiTableCache cache = opened(tmp / "cache");
+    REQUIRE(cache.store(stat_of(lib), built(lib)).ok());
+    const std::string entry = only_entry(tmp / "cache");
+    const auto size = std::filesystem::file_size(entry);
+
+    SUBCASE("a byte in its middle flipped: the checksum fails") {
+        std::fstream f(entry, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekg(std::streamoff(size / 2));
+        char c = 0;
+        f.get(c);
+        f.seekp(std::streamoff(size / 2));
+        f.put(char(c ^ 0x5a));
+    }
+    SUBCASE("cut short") { std::filesystem::resize_file(entry, size / 2); }
+    SUBCASE("not zstd at all") { std::ofstream(entry, std::ios::trunc) << "not an entry"; }
+    auto got = cache.find(stat_of(lib));
+    REQUIRE_FALSE(got.ok());
+    CHECK(got.error().message().find(entry) != std::string::npos);
+}
+
+TEST_CASE("cfi cache: entries others could have written are not read, nor a folder others can write") {
+    TempDir tmp;
+    const std::string lib = copy_of_libc(tmp, "libc-copy.so");
+    const CfiTableCache cache = opened(tmp / "cache");
+    REQUIRE(cache.store(stat_of(lib), built(lib)).ok());
+    const std::string entry = only_entry(tmp / "cache");
+
+    SUBCASE("a group- and world-writable entry") {
+        REQUIRE(::chmod(entry.c_str(), 0666) == 0);
+        auto got = cache.find(stat_of(lib));
+        REQUIRE_FALSE(got.ok());
+        CHECK(got.error().message().find("someone else can write it") != std::string::npos);
+    }
+    SUBCASE("an entry that is a symbolic link") {
+        const std::string target = tmp / "elsewhere.cfi";
+        std::filesystem::rename(entry, target);
+        std::filesystem::create_symlink(target, entry);
+        auto got = cache.find(stat_of(lib));
+        REQUIRE_FALSE(got.ok());
+        CHECK(got.error().message().find("symbolic link") != std::string::npos);
+    }
+    SUBCASE("a folder anyone can write, not sticky") {
+        const std::string open_dir = tmp / "open";
+        std::filesystem::create_directory(open_dir);
+        REQUIRE(::chmod(open_dir.c_str(), 0777) == 0);
+        auto c = CfiTableCache::open(open_dir, "builder-a");
+        REQUIRE_FALSE(c.ok());
+        CHECK(c.error().message().find("someone else can write it") != std::string::npos);
+    }
+}
+
+TEST_CASE("cfi cache: past kMaxEntries entries, opening removes the least recently used") {
+    TempDir tmp;
+    const std::string dir = tmp / "cache";
+    opened(dir);
+    const size_t extra = 3;
+    for (size_t i = 0; i < CfiTableCache::kMaxEntries + extra; ++i) {
+        const std::string name = dir + "/" + std::to_string(i) + ".cfi";
+        std::ofstream(name) << "x";
+        // Entry i was used at time 1000 + i.
+        const timespec t[2] = {{0, UTIME_NOW}, {time_t(1000 + i), 0}};
+        REQUIRE(::utimensat(AT_FDCWD, name.c_str(), t, 0) == 0);
+    }
+    std::ofstream(dir + "/unrelated.txt") << "kept";
+    opened(dir);
+    size_t left = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) left += e.path().extension() == ".cfi";
+    CHECK(left == CfiTableCache::kMaxEntries);
+    for (size_t i = 0; i < extra; ++i) CHECK_FALSE(std::filesystem::exists(dir + "/" + std::to_string(i) + ".cfi"));
+    CHECK(std::filesystem::exists(dir + "/" + std::to_string(extra) + ".cfi"));
+    CHECK(std::filesystem::exists(dir + "/unrelated.txt"));
+}
+
+TEST_CASE("cfi cache: the default folder follows MEMTRACK_CACHE_DIR, then XDG_CACHE_HOME, then HOME") {
+    struct Env {
+        const char* name;
+        std::string saved;
+        bool had;
+        explicit Env(const char* n) : name(n), had(std::getenv(n) != nullptr) {
+            if (had) saved = std::getenv(n);
+        }
+        ~Env() {
+            if (had)
+                ::setenv(name, saved.c_str(), 1);
+            else
+                ::unsetenv(name);
+        }
+    } a("MEMTRACK_CACHE_DIR"), b("XDG_CACHE_HOME"), c("HOME");
+    ::setenv("MEMTRACK_CACHE_DIR", "/m", 1);
+    ::setenv("XDG_CACHE_HOME", "/x", 1);
+    ::setenv("HOME", "/h", 1);
+    CHECK(CfiTableCache::default_dir() == "/m");
+    ::unsetenv("MEMTRACK_CACHE_DIR");
+    CHECK(CfiTableCache::default_dir() == "/x/memtrack");
+    ::unsetenv("XDG_CACHE_HOME");
+    CHECK(CfiTableCache::default_dir() == "/h/.cache/memtrack");
+    ::unsetenv("HOME");
+    CHECK(CfiTableCache::default_dir().empty());
+}
