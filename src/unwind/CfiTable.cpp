@@ -8,6 +8,8 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
+#include <thread>
 
 #include "core/Clock.hpp"
 #include "unwind/FdeRanges.hpp"
@@ -86,6 +88,65 @@ struct Piece {
     bool debug_frame;
 };
 
+// The rows of a run of pieces, as RowSink::add would be given them (pc set, nothing merged):
+// what one thread read, replayed in order into the table's sink.
+struct RawRows {
+    std::vector<mt_unwind_row> adds;
+    uint64_t covered_to = 0;  // past the last piece read
+    CfiCounts counts;         // fdes_*, frames_*, unsupported, lookup_failures
+};
+
+// Reads the rows of `pieces` (sorted, with the pcs up to `covered_to` already described) through
+// one thread's CFI handles: `eh` for .eh_frame pieces, `debug` for .debug_frame ones.
+RawRows read_rows(std::span<const Piece> pieces, Dwarf_CFI* eh, Dwarf_CFI* debug, uint64_t covered_to) {
+    RawRows out;
+    CfiCounts& counts = out.counts;
+    auto add = [&](uint64_t pc, mt_unwind_row row) {
+        row.pc = uint32_t(pc);
+        out.adds.push_back(row);
+    };
+    for (const Piece& p : pieces) {
+        const uint64_t lo = std::max(p.lo, covered_to);
+        if (lo >= p.hi) continue;
+        if (lo > covered_to) add(covered_to, mt_unwind_row{});
+        Dwarf_CFI* cfi = p.debug_frame ? debug : eh;
+        ++(p.debug_frame ? counts.fdes_debug_frame : counts.fdes_eh_frame);
+        // Each libdw frame is one row of the FDE's table, [start, end): the next starts at end.
+        for (uint64_t pc = lo; pc < p.hi;) {
+            Dwarf_Frame* raw = nullptr;
+            if (dwarf_cfi_addrframe(cfi, pc, &raw) != 0) {
+                ++counts.lookup_failures;
+                add(pc, mt_unwind_row{});
+                break;
+            }
+            const std::unique_ptr<Dwarf_Frame, FrameFree> frame(raw);
+            Dwarf_Addr start = 0, end = 0;
+            dwarf_frame_info(frame.get(), &start, &end, nullptr);
+            const FrameRule rule = frame_rule(frame.get());
+            ++(p.debug_frame ? counts.frames_debug_frame : counts.frames_eh_frame);
+            if (rule.cause != Unsupported::none) ++counts.unsupported[size_t(rule.cause)];
+            add(pc, rule.row);
+            if (end <= pc) {  // cannot happen for a frame libdw found at pc; never loop on it
+                ++counts.lookup_failures;
+                break;
+            }
+            pc = std::min<uint64_t>(end, p.hi);
+        }
+        covered_to = p.hi;
+    }
+    out.covered_to = covered_to;
+    return out;
+}
+
+void add_counts(CfiCounts& to, const CfiCounts& from) {
+    to.fdes_eh_frame += from.fdes_eh_frame;
+    to.fdes_debug_frame += from.fdes_debug_frame;
+    to.frames_eh_frame += from.frames_eh_frame;
+    to.frames_debug_frame += from.frames_debug_frame;
+    to.lookup_failures += from.lookup_failures;
+    for (size_t i = 0; i < to.unsupported.size(); ++i) to.unsupported[i] += from.unsupported[i];
+}
+
 // Appends rows keeping the table minimal: a row that repeats its predecessor's rule is dropped,
 // and a row at the pc of the last one replaces it.
 class RowSink {
@@ -118,7 +179,7 @@ std::optional<uint64_t> CfiTable::bias(uint64_t start, uint64_t offset) const {
     return mapping_bias(segments, start, offset);
 }
 
-Result<CfiTable> build_cfi_table(const std::string& path) {
+Result<CfiTable> build_cfi_table(const std::string& path, size_t two_threads_from) {
     const uint64_t t0 = monotonic_ns();
     auto file = open_elf(path);
     if (!file) return file.error();
@@ -178,38 +239,37 @@ Result<CfiTable> build_cfi_table(const std::string& path) {
         if (p.hi > std::numeric_limits<uint32_t>::max())
             return Error{"build unwind table", path, EOVERFLOW, "CFI describes code at or above 4 GiB"};
 
-    RowSink sink(table.rows);
-    uint64_t covered_to = 0;
-    for (const Piece& p : pieces) {
-        const uint64_t lo = std::max(p.lo, covered_to);
-        if (lo >= p.hi) continue;
-        if (lo > covered_to) sink.none(covered_to);
-        Dwarf_CFI* cfi = p.debug_frame ? debug->cfi : eh_cfi.get();
-        ++(p.debug_frame ? counts.fdes_debug_frame : counts.fdes_eh_frame);
-        // Each libdw frame is one row of the FDE's table, [start, end): the next starts at end.
-        for (uint64_t pc = lo; pc < p.hi;) {
-            Dwarf_Frame* raw = nullptr;
-            if (dwarf_cfi_addrframe(cfi, pc, &raw) != 0) {
-                ++counts.lookup_failures;
-                sink.none(pc);
-                break;
-            }
-            const std::unique_ptr<Dwarf_Frame, FrameFree> frame(raw);
-            Dwarf_Addr start = 0, end = 0;
-            dwarf_frame_info(frame.get(), &start, &end, nullptr);
-            const FrameRule rule = frame_rule(frame.get());
-            ++(p.debug_frame ? counts.frames_debug_frame : counts.frames_eh_frame);
-            if (rule.cause != Unsupported::none) ++counts.unsupported[size_t(rule.cause)];
-            sink.add(pc, rule.row);
-            if (end <= pc) {  // cannot happen for a frame libdw found at pc; never loop on it
-                ++counts.lookup_failures;
-                break;
-            }
-            pc = std::min<uint64_t>(end, p.hi);
-        }
-        covered_to = p.hi;
+    // The second half's reading starts where the first half's pieces end.
+    const std::span<const Piece> all(pieces);
+    size_t split = all.size() >= two_threads_from ? all.size() / 2 : all.size();
+    uint64_t split_covered = 0;
+    for (size_t i = 0; i < split; ++i) split_covered = std::max(split_covered, all[i].hi);
+    // The second thread's own handles of the file; without them, one thread reads it all.
+    std::optional<ElfFile> file2;
+    std::unique_ptr<Dwarf_CFI, CfiCloser> eh_cfi2;
+    std::optional<DebugFrame> debug2;
+    if (split < all.size()) {
+        auto f = open_elf(path);
+        if (f) file2.emplace(std::move(f).value());
+        if (file2 && eh_cfi) eh_cfi2.reset(dwarf_getcfi_elf(file2->elf.get()));
+        if (file2 && debug) debug2 = open_debug_frame(file2->elf.get(), path, table.build_id);
+        if (!file2 || (eh_cfi && !eh_cfi2) || (debug && !debug2)) split = all.size();
     }
-    if (!table.rows.empty()) sink.none(covered_to);
+    RawRows second;
+    std::thread reader;
+    if (split < all.size())
+        reader = std::thread([&] {
+            second = read_rows(all.subspan(split), eh_cfi2.get(), debug2 ? debug2->cfi : nullptr, split_covered);
+        });
+    RawRows first = read_rows(all.first(split), eh_cfi.get(), debug ? debug->cfi : nullptr, 0);
+    if (reader.joinable()) reader.join();
+
+    RowSink sink(table.rows);
+    for (const RawRows* part : {&first, &second}) {
+        for (const mt_unwind_row& r : part->adds) sink.add(r.pc, r);
+        add_counts(counts, part->counts);
+    }
+    if (!table.rows.empty()) sink.none(std::max(first.covered_to, second.covered_to));
     if (debug && counts.fdes_debug_frame) table.debug_frame_file = debug->path;
 
     counts.fdes = counts.fdes_eh_frame + counts.fdes_debug_frame;

@@ -54,9 +54,15 @@ struct CfiTable {
     std::optional<uint64_t> bias(uint64_t start, uint64_t offset) const;
 };
 
+// Objects with at least this many FDEs are read by two threads, each through handles of its
+// own (libdw's FDE cache in a Dwarf_CFI is not shared between threads): a process waits for the
+// tables of its code (docs/BENCHMARKS.md, "Unwind tables").
+inline constexpr size_t kCfiTwoThreadsFrom = 8192;
+
 // Reads `path`'s .eh_frame, then the .debug_frame of the file or of its separate debug file
 // (by build-id) for pcs .eh_frame does not cover. Fails for a file that is not x86-64 ELF, or
-// whose CFI describes a pc at or above 4 GiB (rows hold 32-bit pcs).
-Result<CfiTable> build_cfi_table(const std::string& path);
+// whose CFI describes a pc at or above 4 GiB (rows hold 32-bit pcs). The table is the same
+// whichever `two_threads_from`; tests compare.
+Result<CfiTable> build_cfi_table(const std::string& path, size_t two_threads_from = kCfiTwoThreadsFrom);
 
 }  // namespace memtrack

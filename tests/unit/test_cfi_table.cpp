@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <memory>
@@ -255,6 +256,31 @@ TEST_CASE("unwind rows are libdw's rule at every pc: a program built -O2 -fomit-
 
 TEST_CASE("unwind rows are libdw's rule at every pc: Debian's python3, an executable not built PIE") {
     check_against_libdw(std::filesystem::canonical("/usr/bin/python3").string(), false);
+}
+
+TEST_CASE("unwind rows read by two threads are the rows one thread reads, whole tables alike") {
+    // python3 has more FDEs than kCfiTwoThreadsFrom; the others are split on purpose, the
+    // .debug_frame program included (its second thread opens the CFI of that section too).
+    for (const std::string& path : {std::filesystem::canonical("/usr/bin/python3").string(),
+                                    loaded_library("/libc.so"), env_path("CFI_DEBUG_FRAME_BIN")}) {
+        CAPTURE(path);
+        auto one = build_cfi_table(path, std::numeric_limits<size_t>::max());
+        auto two = build_cfi_table(path, 2);
+        REQUIRE_MESSAGE(one.ok(), why(one));
+        REQUIRE_MESSAGE(two.ok(), why(two));
+        REQUIRE(one->rows.size() > 1);
+        REQUIRE(one->rows.size() == two->rows.size());
+        CHECK(std::memcmp(one->rows.data(), two->rows.data(), one->rows.size() * sizeof(mt_unwind_row)) == 0);
+        CHECK(one->counts.fdes == two->counts.fdes);
+        CHECK(one->counts.frames_eh_frame == two->counts.frames_eh_frame);
+        CHECK(one->counts.frames_debug_frame == two->counts.frames_debug_frame);
+        CHECK(one->counts.unsupported == two->counts.unsupported);
+        CHECK(one->counts.lookup_failures == two->counts.lookup_failures);
+        CHECK(one->debug_frame_file == two->debug_frame_file);
+    }
+    auto py = build_cfi_table(std::filesystem::canonical("/usr/bin/python3").string());
+    REQUIRE(py.ok());
+    CHECK(py->counts.fdes >= kCfiTwoThreadsFrom);  // the default splits it
 }
 
 TEST_CASE("unwind rows come from .debug_frame where .eh_frame does not cover the code") {
