@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <memory>
 #include <optional>
 #include <utility>
 
@@ -25,6 +26,7 @@
 #include "process/StopGuard.hpp"
 #include "report/TrackSummary.hpp"
 #include "symbols/Resolver.hpp"
+#include "unwind/CfiTableCache.hpp"
 
 namespace memtrack {
 
@@ -73,6 +75,19 @@ std::vector<std::string> likely_modules(const TrackOptions& o, const std::string
     return paths;
 }
 
+// The folder --cache-dir names, which must be usable; or the default one, skipped with a
+// warning when it is not (tables are then built every run).
+std::shared_ptr<const CfiTableCache> open_cache(const TrackOptions& opt) {
+    if (opt.no_cache) return nullptr;
+    const bool named = !opt.cache_dir.empty();
+    const std::string dir = named ? opt.cache_dir : CfiTableCache::default_dir();
+    if (dir.empty()) return nullptr;
+    auto cache = CfiTableCache::open(dir);
+    if (cache) return std::make_shared<const CfiTableCache>(std::move(cache).value());
+    if (named) throw FatalError("--cache-dir: " + cache.error().message());
+    log::warn("unwind tables are built every run: {}", cache.error().message());
+    return nullptr;
+}
 
 }  // namespace
 
@@ -111,6 +126,11 @@ int run_track(const TrackOptions& opt_in) {
     asio::io_context io;
     std::unique_ptr<Control> control;
     if (!opt.socket.empty()) control = value_or_throw(Control::bind(io, opt.socket));
+
+    // The unwind table cache before the command exists: a --cache-dir that cannot be used ends
+    // the run here, with nothing started.
+    std::shared_ptr<const CfiTableCache> unwind_cache;
+    if (!opt.no_stacks && opt.unwind == "cfi") unwind_cache = open_cache(opt);
 
     auto child = value_or_throw(HeldChild::spawn(argv));
     // libdw asks DEBUGINFOD_URLS' servers for whatever debug info is missing: requests that name
@@ -178,8 +198,8 @@ int run_track(const TrackOptions& opt_in) {
 
     std::optional<TrackRun> run;
     try {
-        run.emplace(io, opt, *bpf, std::move(artifact), std::move(stacks_file), std::move(resolver), child,
-                    control.get(), guard);
+        run.emplace(io, opt, *bpf, std::move(artifact), std::move(stacks_file), std::move(resolver),
+                    std::move(unwind_cache), child, control.get(), guard);
     } catch (...) {
         child.abandon();
         throw;

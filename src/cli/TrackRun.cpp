@@ -44,29 +44,12 @@ namespace memtrack {
 
 namespace asio = boost::asio;
 
-namespace {
-
-// The folder --cache-dir names, which must be usable; or the default one, skipped with a
-// warning when it is not (tables are then built every run).
-std::optional<CfiTableCache> open_cache(const TrackOptions& opt) {
-    if (opt.no_cache) return std::nullopt;
-    const bool named = !opt.cache_dir.empty();
-    const std::string dir = named ? opt.cache_dir : CfiTableCache::default_dir();
-    if (dir.empty()) return std::nullopt;
-    auto cache = CfiTableCache::open(dir);
-    if (cache) return std::move(cache).value();
-    if (named) throw FatalError("--cache-dir: " + cache.error().message());
-    log::warn("unwind tables are built every run: {}", cache.error().message());
-    return std::nullopt;
-}
-
-}  // namespace
 
 class TrackRun::Impl {
 public:
     Impl(asio::io_context& io, const TrackOptions& opt, BpfSession& bpf, ZstdFileWriter artifact,
-         std::optional<ZstdFileWriter> stacks_file, std::unique_ptr<Resolver> resolver, HeldChild& child,
-         Control* control, const StopGuard& guard)
+         std::optional<ZstdFileWriter> stacks_file, std::unique_ptr<Resolver> resolver,
+         std::shared_ptr<const CfiTableCache> unwind_cache, HeldChild& child, Control* control, const StopGuard& guard)
         : io_(io), opt_(opt), bpf_(bpf), child_(child), control_(control),
           hold_maps_(value_or_throw(HoldMaps::open(bpf.holds_map_fd(), bpf.held_map_fd(), bpf.hold_words(),
                                                    bpf.holds_outstanding()))),
@@ -88,7 +71,7 @@ public:
         }
         drains_.emplace(io_, std::move(lanes));
         if (stacks_file && bpf_.unwind_rows_capacity())
-            unwind_ = value_or_throw(UnwindTables::open(bpf_, open_cache(opt)));
+            unwind_ = value_or_throw(UnwindTables::open(bpf_, std::move(unwind_cache)));
         links_.emplace(io_, bpf_, holds_, unwind_.get());
         if (auto r = links_->attach_now(child.pid()); !r) throw FatalError("BPF attach failed: " + r.error().message());
         events_.sink().add_root_process(child.pid(), monotonic_ns());
@@ -397,10 +380,11 @@ private:
 };
 
 TrackRun::TrackRun(asio::io_context& io, const TrackOptions& opt, BpfSession& bpf, ZstdFileWriter artifact,
-                   std::optional<ZstdFileWriter> stacks_file, std::unique_ptr<Resolver> resolver, HeldChild& child,
-                   Control* control, const StopGuard& guard)
-    : impl_(std::make_unique<Impl>(io, opt, bpf, std::move(artifact), std::move(stacks_file), std::move(resolver), child,
-                                   control, guard)) {}
+                   std::optional<ZstdFileWriter> stacks_file, std::unique_ptr<Resolver> resolver,
+                   std::shared_ptr<const CfiTableCache> unwind_cache, HeldChild& child, Control* control,
+                   const StopGuard& guard)
+    : impl_(std::make_unique<Impl>(io, opt, bpf, std::move(artifact), std::move(stacks_file), std::move(resolver),
+                                   std::move(unwind_cache), child, control, guard)) {}
 TrackRun::~TrackRun() = default;
 int TrackRun::run() { return impl_->run(); }
 void TrackRun::close_process_probes() { impl_->close_process_probes(); }

@@ -14,6 +14,7 @@
 namespace memtrack {
 
 class BpfSession;
+class CfiTableCache;
 class Control;
 class HeldChild;
 class Resolver;
@@ -22,8 +23,9 @@ class StopGuard;
 class TrackRun {
 public:
     TrackRun(boost::asio::io_context& io, const TrackOptions& opt, BpfSession& bpf, ZstdFileWriter artifact,
-             std::optional<ZstdFileWriter> stacks_file, std::unique_ptr<Resolver> resolver, HeldChild& child,
-             Control* control, const StopGuard& guard);
+             std::optional<ZstdFileWriter> stacks_file, std::unique_ptr<Resolver> resolver,
+             std::shared_ptr<const CfiTableCache> unwind_cache, HeldChild& child, Control* control,
+             const StopGuard& guard);
     ~TrackRun();
     TrackRun(const TrackRun&) = delete;
     TrackRun& operator=(const TrackRun&) = delete;

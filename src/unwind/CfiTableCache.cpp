@@ -230,6 +230,30 @@ Result<void> CfiTableCache::store(const struct stat& st, const CfiTable& table) 
     return {};
 }
 
+LoadedTable load_cfi_table(const std::string& path, const CfiTableCache* cache) {
+    LoadedTable out;
+    struct stat before {};
+    if (!cache || ::stat(path.c_str(), &before) != 0) {
+        out.table = build_cfi_table(path);
+        return out;
+    }
+    auto cached = cache->find(before);
+    if (cached && *cached) {
+        out.table = std::move(**cached);
+        out.from_cache = true;
+        return out;
+    }
+    if (!cached) out.cache_errors.push_back(cached.error());
+    out.table = build_cfi_table(path);
+    struct stat after {};
+    if (!out.table || ::stat(path.c_str(), &after) != 0 || !CfiTableCache::same_file(before, after)) return out;
+    if (auto r = cache->store(before, *out.table); !r)
+        out.cache_errors.push_back(r.error());
+    else
+        out.stored = true;
+    return out;
+}
+
 // Past kMaxEntries entries, the least recently used go (an entry's modification time is when
 // it was last written or read).
 void CfiTableCache::prune() const {

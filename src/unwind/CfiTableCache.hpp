@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/OutputFiles.hpp"
 #include "core/Result.hpp"
@@ -53,5 +54,17 @@ private:
     OutputDir dir_;
     std::string builder_id_;  // the memtrack binary's build-id
 };
+
+// A table as UnwindTables gets it, and how it came.
+struct LoadedTable {
+    Result<CfiTable> table = Error{"build unwind table", {}, 0, "not loaded"};
+    bool from_cache = false;  // read from the cache folder
+    bool stored = false;      // built, and kept in the cache folder
+    std::vector<Error> cache_errors;  // an entry unreadable or damaged (then built), a store that failed
+};
+
+// The one route to an object's table: from `cache` when it holds it, else built (and kept there
+// when the file did not change while it was read). `cache` may be null: built.
+LoadedTable load_cfi_table(const std::string& path, const CfiTableCache* cache);
 
 }  // namespace memtrack

@@ -29,7 +29,7 @@ size_t rows_bytes(uint32_t capacity) {
 
 }  // namespace
 
-Result<std::unique_ptr<UnwindTables>> UnwindTables::open(BpfSession& bpf, std::optional<CfiTableCache> cache) {
+Result<std::unique_ptr<UnwindTables>> UnwindTables::open(BpfSession& bpf, std::shared_ptr<const CfiTableCache> cache) {
     std::unique_ptr<UnwindTables> t(
         new UnwindTables(bpf.unwind_rows_fd(), bpf.unwind_procs_fd(), bpf.unwind_rows_capacity(), std::move(cache)));
     if (t->capacity_ == 0) return t;
@@ -41,37 +41,21 @@ Result<std::unique_ptr<UnwindTables>> UnwindTables::open(BpfSession& bpf, std::o
     return t;
 }
 
-UnwindTables::UnwindTables(int rows_fd, int procs_fd, uint32_t capacity, std::optional<CfiTableCache> cache)
+UnwindTables::UnwindTables(int rows_fd, int procs_fd, uint32_t capacity, std::shared_ptr<const CfiTableCache> cache)
     : rows_fd_(rows_fd), procs_fd_(procs_fd), capacity_(capacity), cache_(std::move(cache)) {}
 
 UnwindTables::~UnwindTables() {
     if (rows_) ::munmap(rows_, rows_bytes(capacity_));
 }
 
-// From the cache when it holds the file's table; else built, and kept there when the file did
-// not change while it was read.
+// The table of `path` (load_cfi_table), with how it came counted.
 Result<CfiTable> UnwindTables::table_of(const std::string& path) {
-    struct stat before {};
-    if (!cache_ || ::stat(path.c_str(), &before) != 0) return build_cfi_table(path);
-    auto cached = cache_->find(before);
-    if (cached && *cached) {
-        ++counters_.objects_cached;
-        return std::move(**cached);
-    }
-    if (!cached) {
-        ++counters_.cache_errors;
-        log::info("unwind: cache: {} (building the table again)", cached.error().message());
-    }
-    auto table = build_cfi_table(path);
-    struct stat after {};
-    if (!table || ::stat(path.c_str(), &after) != 0 || !CfiTableCache::same_file(before, after)) return table;
-    if (auto r = cache_->store(before, *table); !r) {
-        ++counters_.cache_errors;
-        log::info("unwind: cache: {}", r.error().message());
-    } else {
-        ++counters_.objects_stored;
-    }
-    return table;
+    LoadedTable loaded = load_cfi_table(path, cache_.get());
+    counters_.objects_cached += loaded.from_cache;
+    counters_.objects_stored += loaded.stored;
+    counters_.cache_errors += loaded.cache_errors.size();
+    for (const Error& e : loaded.cache_errors) log::info("unwind: cache: {}", e.message());
+    return std::move(loaded.table);
 }
 
 std::shared_ptr<const UnwindTables::Object> UnwindTables::load(const std::string& path) {

@@ -30,8 +30,8 @@ class BpfSession;
 class UnwindTables {
 public:
     // Maps the rows array of `bpf` (nothing to do when the walker is off: describe() is a no-op).
-    // Tables are looked for in `cache` before they are built, and kept there once built.
-    static Result<std::unique_ptr<UnwindTables>> open(BpfSession& bpf, std::optional<CfiTableCache> cache);
+    // Tables are loaded through `cache` (load_cfi_table), which may be null: built every run.
+    static Result<std::unique_ptr<UnwindTables>> open(BpfSession& bpf, std::shared_ptr<const CfiTableCache> cache);
     ~UnwindTables();
     UnwindTables(const UnwindTables&) = delete;
     UnwindTables& operator=(const UnwindTables&) = delete;
@@ -49,7 +49,7 @@ private:
         uint32_t row_count = 0;  // 0: no table
         std::vector<LoadSegment> segments;
     };
-    UnwindTables(int rows_fd, int procs_fd, uint32_t capacity, std::optional<CfiTableCache> cache);
+    UnwindTables(int rows_fd, int procs_fd, uint32_t capacity, std::shared_ptr<const CfiTableCache> cache);
     Result<CfiTable> table_of(const std::string& path);
     Result<void> write_description(pid_t pid);
     void publish();
@@ -60,7 +60,7 @@ private:
     int procs_fd_ = -1;
     mt_unwind_row* rows_ = nullptr;  // the mmapped array
     uint32_t capacity_ = 0;
-    std::optional<CfiTableCache> cache_;
+    std::shared_ptr<const CfiTableCache> cache_;
     uint32_t used_ = 0;
     uint32_t generation_ = 0;  // of the last description written
     std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<const Object>> by_file_;  // (dev, ino)
