@@ -44,7 +44,6 @@ namespace memtrack {
 
 namespace asio = boost::asio;
 
-
 class TrackRun::Impl {
 public:
     Impl(asio::io_context& io, const TrackOptions& opt, BpfSession& bpf, ZstdFileWriter artifact,

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <system_error>
 #include <thread>
 
 #include "core/Clock.hpp"
@@ -257,10 +258,15 @@ Result<CfiTable> build_cfi_table(const std::string& path, size_t two_threads_fro
     }
     RawRows second;
     std::thread reader;
-    if (split < all.size())
-        reader = std::thread([&] {
-            second = read_rows(all.subspan(split), eh_cfi2.get(), debug2 ? debug2->cfi : nullptr, split_covered);
-        });
+    if (split < all.size()) {
+        try {
+            reader = std::thread([&] {
+                second = read_rows(all.subspan(split), eh_cfi2.get(), debug2 ? debug2->cfi : nullptr, split_covered);
+            });
+        } catch (const std::system_error&) {
+            split = all.size();  // no thread to be had: this one reads it all
+        }
+    }
     RawRows first = read_rows(all.first(split), eh_cfi.get(), debug ? debug->cfi : nullptr, 0);
     if (reader.joinable()) reader.join();
 

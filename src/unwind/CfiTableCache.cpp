@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <vector>
 
@@ -265,11 +266,15 @@ void CfiTableCache::prune() const {
         return;
     }
     std::vector<std::pair<timespec, std::string>> entries;
+    const time_t day_ago = ::time(nullptr) - 24 * 3600;
     while (const dirent* de = ::readdir(d)) {
         const std::string_view n = de->d_name;
-        if (!n.ends_with(kSuffix) || n.starts_with(".")) continue;
         struct stat st {};
-        if (::fstatat(::dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) entries.emplace_back(st.st_mtim, n);
+        if (::fstatat(::dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+        // What a store cut short left (store() writes under such names, then renames).
+        if (n.starts_with(".") && n.ends_with(".tmp") && st.st_mtim.tv_sec < day_ago) dir_.remove(n);
+        if (!n.ends_with(kSuffix) || n.starts_with(".")) continue;
+        entries.emplace_back(st.st_mtim, n);
     }
     ::closedir(d);
     if (entries.size() <= kMaxEntries) return;

@@ -31,7 +31,7 @@ public:
     // Opens (creating, mode 0700) the cache folder `dir` for the running memtrack binary.
     static Result<CfiTableCache> open(const std::string& dir);
     // The same for entries of the builder `builder_id` (open() passes its own build-id). Past
-    // kMaxEntries entries, the least recently used are removed.
+    // kMaxEntries entries, the least recently used are removed, and stores cut short a day ago.
     static Result<CfiTableCache> open(const std::string& dir, std::string builder_id);
     // Entries kept: one per object file, a machine's libraries and binaries and the versions an
     // upgrade left behind.

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "Events.hpp"
@@ -18,6 +19,16 @@ void check_no_crash_text(const std::string& err) {
     for (const char* bad : {"terminate called", "what():", "Aborted", "Segmentation fault", "core dumped",
                             "stack trace", "Stack trace", "backtrace", "#0 ", "#1 "})
         CHECK_MESSAGE(err.find(bad) == std::string::npos, "stderr contains \"", bad, "\":\n", err);
+}
+
+// memtrack refused the run: a non-zero exit of its own, one line on stderr that names `named`.
+void check_refused(const RunResult& r, std::string_view named) {
+    CHECK_FALSE(r.timed_out);
+    CHECK_MESSAGE(r.status != 0, "memtrack ", r.describe());
+    CHECK_FALSE(r.signaled);
+    CHECK_MESSAGE(is_one_line(r.err), "stderr is not one line:\n", r.err);
+    CHECK_MESSAGE(r.err.find(named) != std::string::npos, "stderr does not name ", named, ":\n", r.err);
+    check_no_crash_text(r.err);
 }
 
 }  // namespace
@@ -43,12 +54,7 @@ TEST_CASE("cli: an unknown option is a one-line error, and nothing runs") {
     TempDir dir;
     const std::string marker = dir / "ran";
     RunResult r = track_raw(dir, {"--memtrack-no-such-option", "--", "/bin/sh", "-c", "touch " + marker});
-    CHECK_FALSE(r.timed_out);
-    CHECK_MESSAGE(r.status != 0, "memtrack ", r.describe());
-    CHECK_FALSE(r.signaled);
-    CHECK_MESSAGE(is_one_line(r.err), "stderr is not one line:\n", r.err);
-    CHECK_MESSAGE(r.err.find("--memtrack-no-such-option") != std::string::npos, "stderr does not name the option:\n", r.err);
-    check_no_crash_text(r.err);
+    check_refused(r, "--memtrack-no-such-option");
     CHECK_FALSE(std::filesystem::exists(marker));
     CHECK(artifact_names(dir / "out").empty());
 
@@ -74,13 +80,8 @@ TEST_CASE("cli: a --cache-dir others can write, or with --no-cache, is a one-lin
         for (const char* a : {"--", "/bin/sh", "-c"}) args.push_back(a);
         args.push_back("touch " + marker);
         RunResult r = track_raw(dir, args);
-        CHECK_FALSE(r.timed_out);
         CHECK_FALSE(r.strays);
-        CHECK_MESSAGE(r.status != 0, "memtrack ", r.describe());
-        CHECK_FALSE(r.signaled);
-        CHECK_MESSAGE(is_one_line(r.err), "stderr is not one line:\n", r.err);
-        CHECK_MESSAGE(r.err.find("cache") != std::string::npos, "stderr does not name the cache:\n", r.err);
-        check_no_crash_text(r.err);
+        check_refused(r, "cache");
         CHECK_FALSE(std::filesystem::exists(marker));
     }
 }

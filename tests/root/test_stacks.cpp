@@ -757,6 +757,14 @@ WantedFrames cfi_chain_then(const WantedFrames& callers) {
     return want;
 }
 
+// stack_cfi's malloc in libstackcfi.so (no frame pointers) called from main, innermost first.
+WantedFrames cfi_shlib_chain() {
+    const std::string lib_src = "stack_cfi_lib.c";
+    return {{"cfi_lib_inner", "/libstackcfi.so", marked_line(lib_src, "cfi-lib-inner-malloc")},
+            {"cfi_lib_outer", "/libstackcfi.so", marked_line(lib_src, "cfi-lib-outer-calls-inner")},
+            {"main", "", marked_line("stack_cfi.c", "cfi-main-calls-lib")}};
+}
+
 json::object unwind_stats(const Tracked& t) {
     const json::object s = stats_object(t);
     const json::value* u = s.if_contains("unwind");
@@ -778,7 +786,7 @@ TEST_CASE("stacks: code without frame pointers (rbp clobbered) unwinds by its CF
     expected[STK_CFI_TWIN_X] = expected[STK_CFI_TWIN_Y] = "Malloc x" + std::to_string(STK_CFI_TWINS);
     CHECK(show(tally_by_size(t.events, sizes)) == show(expected));
 
-    const std::string src = "stack_cfi.c", lib_src = "stack_cfi_lib.c";
+    const std::string src = "stack_cfi.c";
     const std::vector<Resolved> resolved = dump_resolved(t.result.artifact);
     SUBCASE("a chain of three functions") {
         const auto r = with_size(resolved, STK_CFI_CHAIN);
@@ -810,10 +818,7 @@ TEST_CASE("stacks: code without frame pointers (rbp clobbered) unwinds by its CF
     SUBCASE("out of a shared library without frame pointers") {
         const auto r = with_size(resolved, STK_CFI_SHLIB);
         REQUIRE(r.size() == 1);
-        check_whole_stack(r[0].frames, "/stack_cfi",
-                          {{"cfi_lib_inner", "/libstackcfi.so", marked_line(lib_src, "cfi-lib-inner-malloc")},
-                           {"cfi_lib_outer", "/libstackcfi.so", marked_line(lib_src, "cfi-lib-outer-calls-inner")},
-                           {"main", "", marked_line(src, "cfi-main-calls-lib")}});
+        check_whole_stack(r[0].frames, "/stack_cfi", cfi_shlib_chain());
     }
     SUBCASE("the same chain again, answered by the walk kept from its first time") {
         const auto r = with_size(resolved, STK_CFI_REPEAT);
@@ -855,7 +860,7 @@ TEST_CASE("stacks: a second run reads every unwind table from the cache folder a
     ROOT_SUITE_GUARD();
     TempDir cache, first_dir, second_dir, uncached_dir;
     const std::vector<std::string> opts = {"--cache-dir", cache / "cfi"};
-    const std::string src = "stack_cfi.c", lib_src = "stack_cfi_lib.c";
+    const std::string src = "stack_cfi.c";
     // Each run's stacks of the chain and of the shared library: whole, and equal in every run.
     auto check_stacks = [&](const Tracked& t) {
         const std::vector<Resolved> resolved = dump_resolved(t.result.artifact);
@@ -864,10 +869,7 @@ TEST_CASE("stacks: a second run reads every unwind table from the cache folder a
         check_whole_stack(chain[0].frames, "/stack_cfi", cfi_chain_then({{"main", "", marked_line(src, "cfi-main-calls-a")}}));
         const auto shlib = with_size(resolved, STK_CFI_SHLIB);
         REQUIRE(shlib.size() == 1);
-        check_whole_stack(shlib[0].frames, "/stack_cfi",
-                          {{"cfi_lib_inner", "/libstackcfi.so", marked_line(lib_src, "cfi-lib-inner-malloc")},
-                           {"cfi_lib_outer", "/libstackcfi.so", marked_line(lib_src, "cfi-lib-outer-calls-inner")},
-                           {"main", "", marked_line(src, "cfi-main-calls-lib")}});
+        check_whole_stack(shlib[0].frames, "/stack_cfi", cfi_shlib_chain());
         const json::object u = unwind_stats(t);
         CHECK(need_u64(u, "walks_complete", "unwind") == stat_u64(stats_object(t), "stacks_captured"));
         CHECK(need_u64(u, "frame_pointer_frames", "unwind") == 0);

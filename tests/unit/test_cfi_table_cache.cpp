@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <ctime>
 #include <string>
 
 #include "../common/TempDir.hpp"
@@ -62,6 +63,19 @@ std::string only_entry(const std::string& dir) {
     REQUIRE(n == 1);
     return found;
 }
+
+// A cache folder holding one entry: that of a copy of the C library.
+struct StoredEntry {
+    TempDir tmp;
+    std::string lib = copy_of_libc(tmp, "libc-copy.so");
+    CfiTableCache cache = opened(tmp / "cache");
+    std::string entry = stored_entry(cache, lib, tmp / "cache");
+
+    static std::string stored_entry(const CfiTableCache& cache, const std::string& lib, const std::string& dir) {
+        REQUIRE(cache.store(stat_of(lib), built(lib)).ok());
+        return only_entry(dir);
+    }
+};
 
 }  // namespace
 
@@ -133,11 +147,8 @@ TEST_CASE("cfi cache: a file changed, replaced or another builder's entry is a m
 }
 
 TEST_CASE("cfi cache: a damaged entry is an error, never a table") {
-    TempDir tmp;
-    const std::string lib = copy_of_libc(tmp, "libc-copy.so");
-    const CfiTableCache cache = opened(tmp / "cache");
-    REQUIRE(cache.store(stat_of(lib), built(lib)).ok());
-    const std::string entry = only_entry(tmp / "cache");
+    StoredEntry stored;
+    const auto& [tmp, lib, cache, entry] = stored;
     const auto size = std::filesystem::file_size(entry);
 
     SUBCASE("a byte in its middle flipped: the checksum fails") {
@@ -156,11 +167,8 @@ TEST_CASE("cfi cache: a damaged entry is an error, never a table") {
 }
 
 TEST_CASE("cfi cache: entries others could have written are not read, nor a folder others can write") {
-    TempDir tmp;
-    const std::string lib = copy_of_libc(tmp, "libc-copy.so");
-    const CfiTableCache cache = opened(tmp / "cache");
-    REQUIRE(cache.store(stat_of(lib), built(lib)).ok());
-    const std::string entry = only_entry(tmp / "cache");
+    StoredEntry stored;
+    const auto& [tmp, lib, cache, entry] = stored;
 
     SUBCASE("a group- and world-writable entry") {
         REQUIRE(::chmod(entry.c_str(), 0666) == 0);
@@ -186,7 +194,7 @@ TEST_CASE("cfi cache: entries others could have written are not read, nor a fold
     }
 }
 
-TEST_CASE("cfi cache: past kMaxEntries entries, opening removes the least recently used") {
+TEST_CASE("cfi cache: past kMaxEntries entries, opening removes the least recently used, and old cut stores") {
     TempDir tmp;
     const std::string dir = tmp / "cache";
     opened(dir);
@@ -199,7 +207,14 @@ TEST_CASE("cfi cache: past kMaxEntries entries, opening removes the least recent
         REQUIRE(::utimensat(AT_FDCWD, name.c_str(), t, 0) == 0);
     }
     std::ofstream(dir + "/unrelated.txt") << "kept";
+    // A store cut short two days ago, and one that may still be writing.
+    std::ofstream(dir + "/.stale.cfi.1.tmp") << "x";
+    const timespec old_time[2] = {{0, UTIME_NOW}, {::time(nullptr) - 2 * 24 * 3600, 0}};
+    REQUIRE(::utimensat(AT_FDCWD, (dir + "/.stale.cfi.1.tmp").c_str(), old_time, 0) == 0);
+    std::ofstream(dir + "/.fresh.cfi.2.tmp") << "x";
     opened(dir);
+    CHECK_FALSE(std::filesystem::exists(dir + "/.stale.cfi.1.tmp"));
+    CHECK(std::filesystem::exists(dir + "/.fresh.cfi.2.tmp"));
     size_t left = 0;
     for (const auto& e : std::filesystem::directory_iterator(dir)) left += e.path().extension() == ".cfi";
     CHECK(left == CfiTableCache::kMaxEntries);
