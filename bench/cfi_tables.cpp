@@ -6,8 +6,8 @@
 // it, and reports the median wall and CPU (CLOCK_THREAD_CPUTIME_ID) times, with the table's rows
 // (8 bytes each), FDEs, rows per CFA type and the libdw rows it could not express, by cause.
 #include <algorithm>
-#include <limits>
 #include <cstdio>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>

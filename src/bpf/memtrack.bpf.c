@@ -108,7 +108,8 @@ struct {
  * distinct stack crosses the ring once, and again only after a later stack took its way. An
  * array, not an LRU hash: no lock, no list to shrink, and the lookup is inlined, where an LRU
  * hash takes its locks and shrinks its lists for each new stack once a program has more
- * distinct stacks than it holds (docs/BENCHMARKS.md, Real programs). Two CPUs sending one new stack at once both send it: the Symbolizer keeps one.
+ * distinct stacks than it holds (docs/BENCHMARKS.md, Real programs). Two CPUs sending one new
+ * stack at once both send it: the Symbolizer keeps one.
  */
 #define MT_SEEN_SETS (1u << 19) /* 1 Mi stacks, 8 MiB */
 struct seen_set {

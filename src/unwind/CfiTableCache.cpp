@@ -145,9 +145,7 @@ Result<CfiTableCache> CfiTableCache::open(const std::string& dir, std::string bu
     if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return errno_error("mkdir", dir);
     auto out = OutputDir::open(dir, false);
     if (!out) return out.error();
-    CfiTableCache cache(std::move(out).value(), std::move(builder_id));
-    cache.prune();
-    return cache;
+    return CfiTableCache(std::move(out).value(), std::move(builder_id));
 }
 
 Result<std::optional<CfiTable>> CfiTableCache::find(const struct stat& st) const {
@@ -179,7 +177,8 @@ Result<std::optional<CfiTable>> CfiTableCache::find(const struct stat& st) const
         return std::optional<CfiTable>();
     if (e.rows.size % sizeof(mt_unwind_row) != 0) return Error{"read", what, 0, "damaged (row bytes)"};
 
-    // Its time says when it was last used: prune() keeps the most recently used.
+    // Its time says when it was last used: prune() keeps the most recently used. Best effort: a
+    // failure only makes the entry look older.
     ::futimens(fd->get(), nullptr);
     CfiTable t;
     t.rows.resize(e.rows.size / sizeof(mt_unwind_row));
@@ -227,6 +226,10 @@ Result<void> CfiTableCache::store(const struct stat& st, const CfiTable& table) 
     if (auto r = dir_.rename(tmp, name); !r) {
         dir_.remove(tmp);
         return r.error();
+    }
+    if (!pruned_) {
+        pruned_ = true;
+        prune();
     }
     return {};
 }

@@ -30,8 +30,7 @@ public:
     static std::string default_dir();
     // Opens (creating, mode 0700) the cache folder `dir` for the running memtrack binary.
     static Result<CfiTableCache> open(const std::string& dir);
-    // The same for entries of the builder `builder_id` (open() passes its own build-id). Past
-    // kMaxEntries entries, the least recently used are removed, and stores cut short a day ago.
+    // The same for entries of the builder `builder_id` (open() passes its own build-id).
     static Result<CfiTableCache> open(const std::string& dir, std::string builder_id);
     // Entries kept: one per object file, a machine's libraries and binaries and the versions an
     // upgrade left behind.
@@ -41,6 +40,9 @@ public:
     // nullopt; an unreadable or damaged one is an Error (the caller counts it and builds).
     Result<std::optional<CfiTable>> find(const struct stat& st) const;
     // Keeps `table`, built from the file `st` describes (replacing its entry, never in place).
+    // The first store of this cache then trims the folder: past kMaxEntries entries the least
+    // recently used go, and stores cut short a day ago. A run that only reads lists nothing.
+    // From one thread at a time.
     Result<void> store(const struct stat& st, const CfiTable& table) const;
 
     const std::string& path() const { return dir_.path(); }
@@ -53,6 +55,7 @@ private:
 
     OutputDir dir_;
     std::string builder_id_;  // the memtrack binary's build-id
+    mutable bool pruned_ = false;  // by this cache's first store
 };
 
 // A table as UnwindTables gets it, and how it came.

@@ -1,7 +1,6 @@
 #include "unwind/UnwindTables.hpp"
 
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -48,20 +47,14 @@ UnwindTables::~UnwindTables() {
     if (rows_) ::munmap(rows_, rows_bytes(capacity_));
 }
 
-// The table of `path` (load_cfi_table), with how it came counted.
-Result<CfiTable> UnwindTables::table_of(const std::string& path) {
+std::shared_ptr<const UnwindTables::Object> UnwindTables::load(const std::string& path) {
+    const uint64_t t0 = monotonic_ns();
     LoadedTable loaded = load_cfi_table(path, cache_.get());
     counters_.objects_cached += loaded.from_cache;
     counters_.objects_stored += loaded.stored;
     counters_.cache_errors += loaded.cache_errors.size();
     for (const Error& e : loaded.cache_errors) log::info("unwind: cache: {}", e.message());
-    return std::move(loaded.table);
-}
-
-std::shared_ptr<const UnwindTables::Object> UnwindTables::load(const std::string& path) {
-    const uint64_t t0 = monotonic_ns();
-    const uint64_t cached_before = counters_.objects_cached;
-    auto table = table_of(path);
+    Result<CfiTable>& table = loaded.table;
     auto o = std::make_shared<Object>();
     if (!table) {
         ++counters_.objects_failed;
@@ -98,7 +91,7 @@ std::shared_ptr<const UnwindTables::Object> UnwindTables::load(const std::string
     if (!table->build_id.empty()) by_build_id_.emplace(table->build_id, o);
     counters_.build_ns += monotonic_ns() - t0;
     log::info("unwind: {}: {} rows in {:.1f} ms{}", path, rows.size(), double(monotonic_ns() - t0) / 1e6,
-              counters_.objects_cached != cached_before ? " (from the cache)" : "");
+              loaded.from_cache ? " (from the cache)" : "");
     return o;
 }
 

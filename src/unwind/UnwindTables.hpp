@@ -50,7 +50,6 @@ private:
         std::vector<LoadSegment> segments;
     };
     UnwindTables(int rows_fd, int procs_fd, uint32_t capacity, std::shared_ptr<const CfiTableCache> cache);
-    Result<CfiTable> table_of(const std::string& path);
     Result<void> write_description(pid_t pid);
     void publish();
     std::shared_ptr<const Object> object(pid_t pid, const std::string& path, uint64_t dev, uint64_t ino);

@@ -757,6 +757,11 @@ WantedFrames cfi_chain_then(const WantedFrames& callers) {
     return want;
 }
 
+// That chain called from main: stack_cfi's STK_CFI_CHAIN allocation.
+WantedFrames cfi_chain_from_main() {
+    return cfi_chain_then({{"main", "", marked_line("stack_cfi.c", "cfi-main-calls-a")}});
+}
+
 // stack_cfi's malloc in libstackcfi.so (no frame pointers) called from main, innermost first.
 WantedFrames cfi_shlib_chain() {
     const std::string lib_src = "stack_cfi_lib.c";
@@ -791,7 +796,7 @@ TEST_CASE("stacks: code without frame pointers (rbp clobbered) unwinds by its CF
     SUBCASE("a chain of three functions") {
         const auto r = with_size(resolved, STK_CFI_CHAIN);
         REQUIRE(r.size() == 1);
-        check_whole_stack(r[0].frames, "/stack_cfi", cfi_chain_then({{"main", "", marked_line(src, "cfi-main-calls-a")}}));
+        check_whole_stack(r[0].frames, "/stack_cfi", cfi_chain_from_main());
     }
     SUBCASE("through glibc's qsort") {
         const auto r = with_size(resolved, STK_CFI_QSORT);
@@ -860,13 +865,12 @@ TEST_CASE("stacks: a second run reads every unwind table from the cache folder a
     ROOT_SUITE_GUARD();
     TempDir cache, first_dir, second_dir, uncached_dir;
     const std::vector<std::string> opts = {"--cache-dir", cache / "cfi"};
-    const std::string src = "stack_cfi.c";
     // Each run's stacks of the chain and of the shared library: whole, and equal in every run.
     auto check_stacks = [&](const Tracked& t) {
         const std::vector<Resolved> resolved = dump_resolved(t.result.artifact);
         const auto chain = with_size(resolved, STK_CFI_CHAIN);
         REQUIRE(chain.size() == 1);
-        check_whole_stack(chain[0].frames, "/stack_cfi", cfi_chain_then({{"main", "", marked_line(src, "cfi-main-calls-a")}}));
+        check_whole_stack(chain[0].frames, "/stack_cfi", cfi_chain_from_main());
         const auto shlib = with_size(resolved, STK_CFI_SHLIB);
         REQUIRE(shlib.size() == 1);
         check_whole_stack(shlib[0].frames, "/stack_cfi", cfi_shlib_chain());
@@ -910,10 +914,9 @@ TEST_CASE("stacks: with --system-wide-probes, each process is described to the C
     ROOT_SUITE_GUARD();
     TempDir dir;
     Tracked t = track_cfi_fixture(dir, "stack_cfi", {"--system-wide-probes"});
-    const std::string src = "stack_cfi.c";
     const auto r = with_size(dump_resolved(t.result.artifact), STK_CFI_CHAIN);
     REQUIRE(r.size() == 1);
-    check_whole_stack(r[0].frames, "/stack_cfi", cfi_chain_then({{"main", "", marked_line(src, "cfi-main-calls-a")}}));
+    check_whole_stack(r[0].frames, "/stack_cfi", cfi_chain_from_main());
     const json::object u = unwind_stats(t);
     CHECK(need_u64(u, "walks_without_tables", "unwind") == 0);
     CHECK(need_u64(u, "frame_pointer_frames", "unwind") == 0);

@@ -227,9 +227,11 @@ TEST_CASE("cfi cache: entries others could have written are not read, nor a fold
     }
 }
 
-TEST_CASE("cfi cache: past kMaxEntries entries, opening removes the least recently used, and old cut stores") {
+TEST_CASE("cfi cache: past kMaxEntries entries, the first store removes the least recently used, and old cut stores") {
     TempDir tmp;
     const std::string dir = tmp / "cache";
+    const std::string lib = copy_of_libc(tmp, "libc-copy.so");
+    const CfiTable table = built(lib);
     opened(dir);
     const size_t extra = 3;
     for (size_t i = 0; i < CfiTableCache::kMaxEntries + extra; ++i) {
@@ -245,14 +247,29 @@ TEST_CASE("cfi cache: past kMaxEntries entries, opening removes the least recent
     const timespec old_time[2] = {{0, UTIME_NOW}, {::time(nullptr) - 2 * 24 * 3600, 0}};
     REQUIRE(::utimensat(AT_FDCWD, (dir + "/.stale.cfi.1.tmp").c_str(), old_time, 0) == 0);
     std::ofstream(dir + "/.fresh.cfi.2.tmp") << "x";
-    opened(dir);
+    auto count_entries = [&] {
+        size_t n = 0;
+        for (const auto& e : std::filesystem::directory_iterator(dir)) n += e.path().extension() == ".cfi";
+        return n;
+    };
+
+    // Opening and reading trim nothing.
+    const CfiTableCache cache = opened(dir);
+    auto miss = cache.find(stat_of(lib));
+    REQUIRE(miss.ok());
+    CHECK(count_entries() == CfiTableCache::kMaxEntries + extra);
+    CHECK(std::filesystem::exists(dir + "/.stale.cfi.1.tmp"));
+
+    // The first store does: its own entry is the newest, so extra + 1 of the oldest go.
+    REQUIRE(cache.store(stat_of(lib), table).ok());
     CHECK_FALSE(std::filesystem::exists(dir + "/.stale.cfi.1.tmp"));
     CHECK(std::filesystem::exists(dir + "/.fresh.cfi.2.tmp"));
-    size_t left = 0;
-    for (const auto& e : std::filesystem::directory_iterator(dir)) left += e.path().extension() == ".cfi";
-    CHECK(left == CfiTableCache::kMaxEntries);
-    for (size_t i = 0; i < extra; ++i) CHECK_FALSE(std::filesystem::exists(dir + "/" + std::to_string(i) + ".cfi"));
-    CHECK(std::filesystem::exists(dir + "/" + std::to_string(extra) + ".cfi"));
+    CHECK(count_entries() == CfiTableCache::kMaxEntries);
+    for (size_t i = 0; i <= extra; ++i) CHECK_FALSE(std::filesystem::exists(dir + "/" + std::to_string(i) + ".cfi"));
+    CHECK(std::filesystem::exists(dir + "/" + std::to_string(extra + 1) + ".cfi"));
+    auto hit = cache.find(stat_of(lib));
+    REQUIRE(hit.ok());
+    CHECK(hit->has_value());
     CHECK(std::filesystem::exists(dir + "/unrelated.txt"));
 }
 
