@@ -92,6 +92,9 @@ UnwindCounters read_unwind_counters(const UnwindTables* tables, const BpfSession
     u.walks_matched = bpf.counter(MT_COUNTER_UNWIND_CHAINS_MATCHED);
     u.walks_changed = bpf.counter(MT_COUNTER_UNWIND_CHAINS_CHANGED);
     u.row_cache_misses = bpf.counter(MT_COUNTER_UNWIND_ROW_MISSES);
+    u.walks_spliced = bpf.counter(MT_COUNTER_UNWIND_SPLICED);
+    u.spliced_frames = bpf.counter(MT_COUNTER_UNWIND_SPLICED_FRAMES);
+    u.walks_known = bpf.counter(MT_COUNTER_UNWIND_CHAINS_KNOWN);
     return u;
 }
 
@@ -201,6 +204,9 @@ boost::json::object stats_json(const RunCounters& c) {
         {"walks_matched", u.walks_matched},
         {"walks_changed", u.walks_changed},
         {"row_cache_misses", u.row_cache_misses},
+        {"walks_spliced", u.walks_spliced},
+        {"spliced_frames", u.spliced_frames},
+        {"walks_known", u.walks_known},
     };
     return out;
 }

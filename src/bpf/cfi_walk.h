@@ -43,6 +43,8 @@ struct {
 
 #define MT_STACK_COPY_PAGE 4096
 #define MT_STACK_COPY_BYTES (2 * MT_STACK_COPY_PAGE)
+/* Kept words each bpf_loop iteration checks: an iteration's call costs more than a word's check. */
+#define MT_REPLAY_STEP 4
 
 #include "chain_cache.h"
 
@@ -76,6 +78,30 @@ struct walk_scratch {
 	__u32 span;  /* bytes from sp to the end of the highest word read */
 	__u32 end;   /* the counter that ended the walk */
 	__u32 replay_ok;
+	__u32 replay_bad; /* !replay_ok: the index of the first word that changed */
+	__u64 copy_base;  /* the address words[0] holds */
+	__u32 copy_bytes; /* how much of the stack from copy_base is in the copy */
+	__u32 frame;      /* the frame whose step runs (frames[frame]) */
+	/*
+	 * The kept walk this one may take the rest of its frames from (chain_cache.h), by slot:
+	 * which of its frames the walk has got to, the first of its words the rest must not
+	 * include (the word that changed), and the splices tried.
+	 */
+	__u32 cand_slot;
+	__u32 cand_frame;
+	__u32 cand_from;
+	__u32 cand_tries;
+	/* The slot of the chain that answered or kept this walk (MT_CHAIN_SLOTS: none), and whether
+	 * user space has its stack: then the stack needs no seen_stacks lookup. */
+	__u32 chain_slot;
+	__u32 chain_known;
+	/* cfi_walk_stack's, for walk_frames and chain_keep_walk: the process description's
+	 * generation (0: none), the slot to keep the walk in (MT_CHAIN_SLOTS: none), the thread. */
+	__u32 walk_generation, keep_slot, walk_tid;
+	/* splice_meet's findings, for splice_take: the candidate, this walk's frames, whether the
+	 * candidate's rbp there differs. */
+	__u32 cand_slot_taken, splice_n, splice_bp_differs;
+	__u32 spliced; /* the walk took the rest of its frames from the candidate: it is not kept */
 	/*
 	 * Where the walk's rbp came from. Code without frame pointers keeps data in rbp and saves it
 	 * on the stack like any callee-saved register, so a chain depends on rbp's value, and on a
@@ -89,6 +115,7 @@ struct walk_scratch {
 	__u64 addr[MT_CHAIN_READS];
 	__u64 value[MT_CHAIN_READS];
 	struct chain_returns returns;
+	struct chain_frame frames[MT_CHAIN_FRAMES];
 };
 
 struct {
@@ -141,16 +168,25 @@ struct cfi_walk {
 	__u32 has_tables; /* the process is described in unwind_procs */
 };
 
-/* The 8 bytes of stack at addr, from the copy when it holds them. */
-static __always_inline int stack_word(struct cfi_walk *w, __u64 addr, __u64 *out)
+/* The 8 bytes of stack at addr, from sc's copy (`bytes` of the stack from `base`) when it holds them. */
+static __always_inline int copied_word(struct walk_scratch *sc, __u64 base, __u32 bytes, __u64 addr, __u64 *out)
 {
-	__u64 off = addr - w->copy_base;
-	if (off < w->copy_bytes && !(off & 7)) {
+	__u64 off = addr - base;
+	if (off < bytes && !(off & 7)) {
 		/* The mask only restates off < copy_bytes <= MT_STACK_COPY_BYTES for the verifier. */
-		*out = w->scratch->words[(off / 8) & (MT_STACK_COPY_BYTES / 8 - 1)];
+		*out = sc->words[(off / 8) & (MT_STACK_COPY_BYTES / 8 - 1)];
 		return 0;
 	}
 	return bpf_probe_read_user(out, sizeof(*out), (void *)addr);
+}
+
+/*
+ * The walk's copy bounds are its own (on the stack), not the scratch's: the verifier follows
+ * them there, and with them in map memory the walk's states multiply (load time).
+ */
+static __always_inline int stack_word(struct cfi_walk *w, __u64 addr, __u64 *out)
+{
+	return copied_word(w->scratch, w->copy_base, w->copy_bytes, addr, out);
 }
 
 enum { BP_FROM_RULE, BP_FROM_REGISTER, BP_FROM_STACK };
@@ -170,6 +206,12 @@ static __always_inline void note_word(struct cfi_walk *w, __u64 addr, __u64 valu
 	sc->reads = i + 1;
 }
 
+/* How the step of the frame under way used rbp (chain_frame.bp_use). */
+static __always_inline void note_bp_use(struct walk_scratch *sc, __u32 use)
+{
+	sc->frames[sc->frame & MT_MAX_FRAMES].bp_use |= use;
+}
+
 /* A return address's word: the walk depends on it. */
 static __always_inline int read_stack(struct cfi_walk *w, __u64 addr, __u64 *out)
 {
@@ -182,6 +224,7 @@ static __always_inline int read_stack(struct cfi_walk *w, __u64 addr, __u64 *out
 /* The caller's rbp, saved at addr: noted only if a rule uses it (walk_bp). */
 static __always_inline int read_saved_bp(struct cfi_walk *w, __u64 addr)
 {
+	note_bp_use(w->scratch, CHAIN_BP_SET);
 	w->scratch->bp_source = BP_FROM_STACK;
 	w->scratch->bp_addr = addr;
 	return stack_word(w, addr, &w->bp);
@@ -190,6 +233,7 @@ static __always_inline int read_saved_bp(struct cfi_walk *w, __u64 addr)
 /* rbp as a rule does not know it: 0. */
 static __always_inline void forget_bp(struct cfi_walk *w)
 {
+	note_bp_use(w->scratch, CHAIN_BP_SET);
 	w->bp = 0;
 	w->scratch->bp_source = BP_FROM_RULE;
 }
@@ -198,6 +242,7 @@ static __always_inline void forget_bp(struct cfi_walk *w)
 static __always_inline __u64 walk_bp(struct cfi_walk *w)
 {
 	struct walk_scratch *sc = w->scratch;
+	note_bp_use(sc, CHAIN_BP_USED);
 	if (sc->bp_source == BP_FROM_REGISTER) {
 		sc->bp_register_used = 1;
 	} else if (sc->bp_source == BP_FROM_STACK) {
@@ -441,6 +486,10 @@ static __always_inline long cfi_step(struct cfi_walk *w)
 	return 0;
 }
 
+__noinline int splice_meet(__u32 n, __u64 pc, __u64 sp, __u64 bp, __u32 max);
+__noinline __u32 splice_take(void);
+
+/* Frame n: ends the walk there, or notes the frame and steps to its caller. */
 static long cfi_frame(__u64 i, void *ctx)
 {
 	struct cfi_walk *w = ctx;
@@ -451,9 +500,153 @@ static long cfi_frame(__u64 i, void *ctx)
 	if (!w->pc) {
 		return walk_end(w, MT_COUNTER_UNWIND_COMPLETE);
 	}
+	struct walk_scratch *sc = w->scratch;
+	if (sc->cand_slot < MT_CHAIN_SLOTS && n > 0 && splice_meet(n, w->pc, w->sp, w->bp, w->max)) {
+		__u32 got = splice_take();
+		if (got) {
+			w->n = got & 0xffff;
+			return walk_end(w, MT_COUNTER_UNWIND_COMPLETE);
+		}
+	}
 	w->ips[n] = w->pc;
+	struct chain_frame *f = &sc->frames[n];
+	f->sp = w->sp;
+	f->bp = w->bp;
+	f->reads = sc->reads;
+	f->bp_use = 0;
+	sc->frame = n;
 	w->n = n + 1;
 	return cfi_step(w);
+}
+
+/*
+ * The walk has come to frame n (pc, sp, rbp bp) and its splice candidate is scratch->cand_slot's
+ * chain (chain_cache.h). When the candidate's walk had a frame at this pc and sp whose rest does
+ * not include the word that changed, the rest's words still hold, and its rbp there is this one
+ * or the rest does not use it: the rest of its frames are this walk's. splice_meet makes the
+ * cheap checks and says whether to try (1); then splice_take checks the words and copies the
+ * frames, and returns the walk's frames (0: no splice here, the walk goes on and writes over
+ * what was copied past its own frames). Two global functions, each checked once by the verifier
+ * on its own, and each with a small frame: the walk's call chain is at the stack's limit, and
+ * the two are never on it together.
+ */
+__noinline int splice_meet(__u32 n, __u64 pc, __u64 sp, __u64 bp, __u32 max)
+{
+	__u32 zero = 0;
+	struct walk_scratch *sc = bpf_map_lookup_elem(&walk_scratch, &zero);
+	if (!sc || sc->cand_slot >= MT_CHAIN_SLOTS)
+		return 0;
+	zero = sc->cand_slot;
+	struct chain *c = bpf_map_lookup_elem(&chains, &zero);
+	if (!c)
+		return 0;
+	/* The candidate's frames below sp are passed: each frame moves sp up, in both walks. */
+	__u32 j = sc->cand_frame, cn = c->n;
+	for (int k = 0; k < 4; k++) {
+		if (j >= cn || j >= MT_MAX_FRAMES)
+			break;
+		if (c->frames[j & MT_MAX_FRAMES].sp >= sp)
+			break;
+		j++;
+	}
+	sc->cand_frame = j;
+	if (j >= cn || j >= MT_MAX_FRAMES)
+		return 0;
+	struct chain_frame *at = &c->frames[j & MT_MAX_FRAMES];
+	if (at->sp != sp || c->ips[j & MT_MAX_FRAMES] != pc || at->reads < sc->cand_from)
+		return 0;
+	/* Met: a splice is tried here, and past a few failed ones no more. */
+	sc->cand_frame = j + 1;
+	sc->cand_slot_taken = sc->cand_slot;
+	if (++sc->cand_tries >= MT_SPLICE_TRIES)
+		sc->cand_slot = MT_CHAIN_SLOTS;
+	__u32 reads = c->reads;
+	if (c->generation != sc->query.generation || c->end != MT_COUNTER_UNWIND_COMPLETE || cn > MT_MAX_FRAMES ||
+	    reads > MT_CHAIN_READS || at->reads > reads || n >= MT_MAX_FRAMES || n + (cn - j) > max ||
+	    (at->bp != bp && at->bp_use == CHAIN_BP_USED) || !chain_returns_below(&sc->returns, sp) ||
+	    !chain_returns_below(&c->returns, sp))
+		return 0;
+	sc->splice_n = n;
+	sc->splice_bp_differs = at->bp != bp;
+	return 1;
+}
+
+/* splice_take's loops over the candidate c's words or frames, from `from` up to `end`. */
+struct splice_scan {
+	struct walk_scratch *sc;
+	struct chain *c;
+	__u32 from, end;
+	__u32 flag; /* words: 1 while all hold; frames: the first bp_use met (0: none yet) */
+};
+
+/* Words i * MT_REPLAY_STEP on: each must still hold its value. */
+static long splice_word_step(__u64 i, void *ctx)
+{
+	struct splice_scan *p = ctx;
+	struct walk_scratch *sc = p->sc;
+	struct chain *c = p->c;
+	if (!sc || !c)
+		return 1;
+	for (__u32 k = 0; k < MT_REPLAY_STEP; k++) {
+		__u32 src = p->from + (__u32)i * MT_REPLAY_STEP + k;
+		__u64 value = 0;
+		if (src >= p->end)
+			return 1;
+		if (copied_word(sc, sc->copy_base, sc->copy_bytes, c->addr[src & (MT_CHAIN_READS - 1)], &value) != 0 ||
+		    value != c->value[src & (MT_CHAIN_READS - 1)]) {
+			p->flag = 0;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Frame from + i: the first whose step used or replaced rbp says whether the rest uses the rbp it starts with. */
+static long splice_bp_step(__u64 i, void *ctx)
+{
+	struct splice_scan *p = ctx;
+	struct chain *c = p->c;
+	__u32 k = p->from + (__u32)i;
+	if (!c || k >= p->end)
+		return 1;
+	p->flag = c->frames[k & MT_MAX_FRAMES].bp_use;
+	return p->flag ? 1 : 0;
+}
+
+__noinline __u32 splice_take(void)
+{
+	__u32 zero = 0;
+	struct walk_scratch *sc = bpf_map_lookup_elem(&walk_scratch, &zero);
+	struct stack_scratch_value *v = bpf_map_lookup_elem(&stack_scratch, &zero);
+	if (!sc || !v)
+		return 0;
+	zero = sc->cand_slot_taken;
+	struct chain *c = bpf_map_lookup_elem(&chains, &zero);
+	__u32 j = sc->cand_frame - 1;
+	if (!c || j >= MT_MAX_FRAMES)
+		return 0;
+	struct splice_scan p = {.sc = sc, .c = c, .from = c->frames[j].reads, .end = c->reads, .flag = 1};
+	if (p.from > p.end || p.end > MT_CHAIN_READS)
+		return 0;
+	bpf_loop((p.end - p.from + MT_REPLAY_STEP - 1) / MT_REPLAY_STEP, splice_word_step, &p, 0);
+	if (!p.flag)
+		return 0;
+	p.from = j;
+	p.end = c->n;
+	p.flag = 0;
+	if (sc->splice_bp_differs)
+		bpf_loop(MT_MAX_FRAMES, splice_bp_step, &p, 0);
+	if (p.flag & CHAIN_BP_USED)
+		return 0;
+	__u32 n = sc->splice_n, taken = p.end - j;
+	/* splice_meet checked that they fit (n + taken <= max); the masks are the verifier's bounds. */
+	barrier_var(n);
+	barrier_var(taken);
+	bpf_probe_read_kernel(&v->rec.ips[n & MT_MAX_FRAMES], (taken & MT_MAX_FRAMES) * 8, &c->ips[j]);
+	sc->spliced = 1;
+	count(MT_COUNTER_UNWIND_SPLICED);
+	count_add_keyed(&zero, MT_COUNTER_UNWIND_SPLICED_FRAMES, taken);
+	return n + taken;
 }
 
 /*
@@ -463,23 +656,21 @@ static long cfi_frame(__u64 i, void *ctx)
  */
 static __always_inline void copy_stack(struct cfi_walk *w, __u32 want)
 {
+	struct walk_scratch *sc = w->scratch;
 	__u32 first = MT_STACK_COPY_PAGE - (w->sp & (MT_STACK_COPY_PAGE - 1));
-	w->copy_base = w->sp;
-	w->copy_bytes = 0;
+	sc->copy_base = w->copy_base = w->sp;
+	sc->copy_bytes = w->copy_bytes = 0;
 	if (first > want)
 		first = want;
-	if (first == 0 || first > MT_STACK_COPY_PAGE || bpf_probe_read_user(w->scratch->words, first, (void *)w->sp) != 0)
+	if (first == 0 || first > MT_STACK_COPY_PAGE || bpf_probe_read_user(sc->words, first, (void *)w->sp) != 0)
 		return;
-	w->copy_bytes = first;
+	sc->copy_bytes = w->copy_bytes = first;
 	__u32 rest = want - first;
 	if (rest > MT_STACK_COPY_PAGE)
 		rest = MT_STACK_COPY_PAGE;
-	if (rest && bpf_probe_read_user((char *)w->scratch->words + first, rest, (void *)(w->sp + first)) == 0)
-		w->copy_bytes = first + rest;
+	if (rest && bpf_probe_read_user((char *)sc->words + first, rest, (void *)(w->sp + first)) == 0)
+		sc->copy_bytes = w->copy_bytes = first + rest;
 }
-
-/* Words of w->replay each bpf_loop iteration checks: an iteration's call costs more than a word's check. */
-#define MT_REPLAY_STEP 4
 
 /* Words i * MT_REPLAY_STEP on of w->replay: scratch->replay_ok stays 1 while each still holds its value. */
 static long chain_replay_step(__u64 i, void *ctx)
@@ -496,6 +687,7 @@ static long chain_replay_step(__u64 i, void *ctx)
 			return 1;
 		if (j >= MT_CHAIN_READS || stack_word(w, c->addr[j], &v) != 0 || v != c->value[j]) {
 			w->scratch->replay_ok = 0;
+			w->scratch->replay_bad = (__u32)j;
 			return 1;
 		}
 	}
@@ -516,6 +708,7 @@ static __always_inline bool chain_words_hold(struct cfi_walk *w, struct chain *c
 {
 	w->replay = c;
 	w->scratch->replay_ok = 1;
+	w->scratch->replay_bad = 0;
 	bpf_loop((c->reads + MT_REPLAY_STEP - 1) / MT_REPLAY_STEP, chain_replay_step, w, 0);
 	return w->scratch->replay_ok;
 }
@@ -539,9 +732,12 @@ static __always_inline void chain_keep(struct chain *c, struct walk_scratch *sc,
 	c->reads = reads;
 	c->end = end;
 	c->returns = sc->returns;
+	c->known = 0;
+	barrier_var(n); /* the masks below are the verifier's bound: kept, though n <= MT_MAX_FRAMES */
 	if (bpf_probe_read_kernel(c->addr, reads * 8, sc->addr) != 0 ||
 	    bpf_probe_read_kernel(c->value, reads * 8, sc->value) != 0 ||
-	    bpf_probe_read_kernel(c->ips, n * 8, s->ips) != 0)
+	    bpf_probe_read_kernel(c->ips, (n & MT_MAX_FRAMES) * 8, s->ips) != 0 ||
+	    bpf_probe_read_kernel(c->frames, (n & MT_MAX_FRAMES) * sizeof(c->frames[0]), sc->frames) != 0)
 		return;
 	/* Hashed once here: each walk the chain answers gets the hash with the frames. */
 	c->hash = s->hash = stack_hash(s, n, tgid);
@@ -558,12 +754,13 @@ static __always_inline void chain_keep(struct chain *c, struct walk_scratch *sc,
  * A global function, as is its caller: the verifier checks each once, on its own, and a caller
  * continues from one state (the count is any scalar) instead of one per way the walk can end.
  */
-__noinline __u32 walk_frames(struct pt_regs *ctx, struct mt_stack_record *s, __u32 tgid, __u32 max, __u32 generation)
+__noinline __u32 walk_frames(struct pt_regs *ctx, struct mt_stack_record *s, __u32 tgid, __u32 max)
 {
 	__u32 zero = 0;
 	struct walk_scratch *scratch = bpf_map_lookup_elem(&walk_scratch, &zero);
 	if (!s || !scratch)
 		return 0;
+	__u32 generation = scratch->walk_generation;
 	struct cfi_walk w = {
 		.pc = PT_REGS_IP(ctx),
 		.sp = PT_REGS_SP(ctx),
@@ -579,12 +776,27 @@ __noinline __u32 walk_frames(struct pt_regs *ctx, struct mt_stack_record *s, __u
 	scratch->query.misses = 0;
 	scratch->query.cache_base = MT_ROW_CACHE_UNSET;
 	scratch->cfi_frames = scratch->fp_frames = 0;
-	copy_stack(&w, MT_STACK_COPY_BYTES);
+	/*
+	 * A walk that may splice into the slot's chain starts where that chain did, whose check
+	 * (chain_answer) copied the stack from this sp as far as the chain's walk read: a walk that
+	 * meets the chain reads nothing past it. Words past it (a walk that does not meet the
+	 * chain) are read one by one.
+	 */
+	__u32 reuse = scratch->copy_bytes;
+	if (scratch->cand_slot < MT_CHAIN_SLOTS && scratch->copy_base == w.sp && reuse <= MT_STACK_COPY_BYTES) {
+		w.copy_base = w.sp;
+		w.copy_bytes = reuse;
+	} else {
+		copy_stack(&w, MT_STACK_COPY_BYTES);
+	}
 	scratch->reads = 0;
 	scratch->span = 0;
 	scratch->end = 0;
 	scratch->bp_source = BP_FROM_REGISTER;
 	scratch->bp_register_used = 0;
+	scratch->cand_frame = 0;
+	scratch->cand_tries = 0;
+	scratch->spliced = 0;
 	struct task_struct *task = bpf_get_current_task_btf();
 	ri_load(&w, (__u64)BPF_CORE_READ(task, utask, return_instances));
 	bpf_loop(MT_MAX_FRAMES + 1, cfi_frame, &w, 0);
@@ -617,47 +829,100 @@ __noinline __u32 chain_answer(struct pt_regs *ctx, struct mt_stack_record *s, st
 		.bp = PT_REGS_FP(ctx),
 		.scratch = scratch,
 	};
+	scratch->cand_from = 0;
 	if (!chain_starts_here(&w, c, tid, generation))
 		return 0;
 	copy_stack(&w, c->span);
 	if (!chain_words_hold(&w, c)) {
+		/* A splice into c must leave out the word that changed. */
+		scratch->cand_from = scratch->replay_bad + 1;
 		count(MT_COUNTER_UNWIND_CHAINS_CHANGED);
 		return 0;
 	}
 	__u32 n = c->n & MT_MAX_FRAMES;
 	bpf_probe_read_kernel(s->ips, n * 8, c->ips);
 	s->hash = c->hash;
+	scratch->chain_known = c->known;
 	count(c->end == MT_COUNTER_UNWIND_TRUNCATED ? MT_COUNTER_UNWIND_TRUNCATED : MT_COUNTER_UNWIND_COMPLETE);
 	count(MT_COUNTER_UNWIND_CHAINS_MATCHED);
 	return n + 1;
 }
 
 /* s->ips from the thread's kept chain when it still holds (chain_cache.h), else walked. */
-__noinline __u32 cfi_walk_stack(struct pt_regs *ctx, struct mt_stack_record *s, __u32 tgid, __u32 max)
+__noinline __u32 cfi_walk_stack(struct pt_regs *ctx, struct mt_stack_record *s, __u32 tgid)
 {
 	__u32 zero = 0;
 	struct walk_scratch *scratch = bpf_map_lookup_elem(&walk_scratch, &zero);
 	if (!s || !scratch)
 		return 0;
+	scratch->cand_slot = scratch->chain_slot = scratch->keep_slot = MT_CHAIN_SLOTS; /* none */
+	scratch->chain_known = 0;
+	scratch->walk_generation = 0;
 	struct mt_unwind_process *proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
 	if (!proc) {
 		count(MT_COUNTER_UNWIND_NO_TABLES);
-		return walk_frames(ctx, s, tgid, max, 0);
+		return 0;
 	}
 	const __u32 generation = proc->generation;
+	scratch->walk_generation = generation;
 	struct task_struct *task = bpf_get_current_task_btf();
 	chain_returns_read((struct return_instance *)BPF_CORE_READ(task, utask, return_instances), &scratch->returns);
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u32 slot = chain_slot(tid, PT_REGS_IP(ctx), PT_REGS_SP(ctx));
 	struct chain *kept = bpf_map_lookup_elem(&chains, &slot);
 	if (!kept)
-		return walk_frames(ctx, s, tgid, max, generation);
+		return 0;
 	__u32 answered = chain_answer(ctx, s, kept, tid, generation);
-	if (answered)
-		return answered - 1;
-	__u32 n = walk_frames(ctx, s, tgid, max, generation);
-	chain_keep(kept, scratch, s, n, tgid, tid, generation, ctx);
-	return n;
+	if (answered) {
+		scratch->chain_slot = slot;
+		return answered;
+	}
+	scratch->keep_slot = slot;
+	scratch->walk_tid = tid;
+	/*
+	 * A walk that started as the slot's chain but read another word may splice into it (and is
+	 * not kept: the chain stays the one from here). Any other walk is walked whole and kept.
+	 */
+	if (scratch->cand_from)
+		scratch->cand_slot = slot;
+	return 0;
+}
+
+/* After walk_frames: the walk is kept in the slot cfi_walk_stack chose, when it can be checked next time. */
+__noinline int chain_keep_walk(struct pt_regs *ctx, struct mt_stack_record *s, __u32 tgid, __u32 n)
+{
+	__u32 zero = 0;
+	struct walk_scratch *scratch = bpf_map_lookup_elem(&walk_scratch, &zero);
+	/* A spliced walk is not kept: its chain would be a copy of the candidate's rest. */
+	if (!ctx || !s || !scratch || scratch->keep_slot >= MT_CHAIN_SLOTS || scratch->spliced)
+		return 0;
+	zero = scratch->keep_slot;
+	struct chain *kept = bpf_map_lookup_elem(&chains, &zero);
+	if (!kept)
+		return 0;
+	chain_keep(kept, scratch, s, n, tgid, scratch->walk_tid, scratch->walk_generation, ctx);
+	scratch->chain_slot = zero;
+	return 0;
+}
+
+/*
+ * mark 0: whether user space has the stack of the chain that answered this capture (then it
+ * needs no seen_stacks lookup). mark 1: user space has h now (found seen, or sent), noted in
+ * the chain that answered or kept this capture, if h is still its stack.
+ */
+__noinline int chain_stack_known(__u64 h, int mark)
+{
+	__u32 zero = 0;
+	struct walk_scratch *sc = bpf_map_lookup_elem(&walk_scratch, &zero);
+	if (!sc)
+		return 0;
+	if (!mark)
+		return sc->chain_known;
+	zero = sc->chain_slot;
+	struct chain *c = zero < MT_CHAIN_SLOTS ? bpf_map_lookup_elem(&chains, &zero) : NULL;
+	if (c && c->generation && c->hash == h)
+		c->known = 1;
+	return 0;
 }
 
 #endif

@@ -123,11 +123,21 @@ struct {
 	__type(value, struct seen_set);
 } seen_stacks SEC(".maps");
 
+/*
+ * The stack being captured, per CPU. Spare frames past the record: a copy to a frame index
+ * masked with MT_MAX_FRAMES, of a count masked the same way (the verifier's proof of bounds),
+ * stays inside the value.
+ */
+struct stack_scratch_value {
+	struct mt_stack_record rec;
+	__u64 spare[MT_MAX_FRAMES + 1];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct mt_stack_record);
+	__type(value, struct stack_scratch_value);
 } stack_scratch SEC(".maps");
 
 /*
@@ -479,15 +489,23 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 	if (!capture_stacks)
 		return 0;
 	__u32 zero = 0;
-	struct mt_stack_record *s = bpf_map_lookup_elem(&stack_scratch, &zero);
-	if (!s)
+	struct stack_scratch_value *v = bpf_map_lookup_elem(&stack_scratch, &zero);
+	if (!v)
 		return 0;
+	struct mt_stack_record *s = &v->rec;
 	__u32 tgid = current_tgid();
 	__u32 nr;
 	__u64 t = part_clock();
 	s->hash = 0;
 	if (unwind_cfi) {
-		nr = cfi_walk_stack(ctx, s, tgid, max_frames);
+		/* Answered by a kept chain (frames + 1), or walked and kept. */
+		nr = cfi_walk_stack(ctx, s, tgid);
+		if (nr) {
+			nr--;
+		} else {
+			nr = walk_frames(ctx, s, tgid, max_frames);
+			chain_keep_walk(ctx, s, tgid, nr);
+		}
 	} else {
 		long bytes = bpf_get_stack(ctx, s->ips, sizeof(s->ips), BPF_F_USER_STACK);
 		if (bytes <= 0) {
@@ -502,14 +520,22 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 	/* A walk answered by a kept chain, or kept as one, left its hash in s->hash. */
 	__u64 h = s->hash ? s->hash : stack_hash(s, nr, tgid);
 	count(MT_COUNTER_STACKS_CAPTURED);
+	if (unwind_cfi && chain_stack_known(h, 0)) {
+		count(MT_COUNTER_UNWIND_CHAINS_KNOWN);
+		part_end(MT_COUNTER_PART_HASH_NS, t);
+		return h;
+	}
 	/* `zero` is done with: reused as the key, so the call chain's frames stay within 512 bytes. */
 	zero = (__u32)h & (MT_SEEN_SETS - 1);
 	struct seen_set *set = bpf_map_lookup_elem(&seen_stacks, &zero);
 	/* No set cannot happen (the index is masked); taken as seen, it sends nothing. */
 	bool seen = !set || set->way[0] == h || set->way[1] == h;
 	t = part_end(MT_COUNTER_PART_HASH_NS, t);
-	if (seen)
+	if (seen) {
+		if (unwind_cfi)
+			chain_stack_known(h, 1);
 		return h;
+	}
 
 	bool new_maps = bpf_map_lookup_elem(&maps_known, &tgid) == NULL;
 	__u32 record_bytes = MT_STACK_HEADER_BYTES + (nr & MT_MAX_FRAMES) * 8;
@@ -557,6 +583,8 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 	}
 	if (new_maps)
 		bpf_map_update_elem(&maps_known, &tgid, &one, BPF_ANY);
+	if (unwind_cfi)
+		chain_stack_known(h, 1);
 	apply_pressure(1, &stacks, stack_stop_bytes);
 	part_end(MT_COUNTER_PART_STACK_RECORD_NS, t);
 	return h;

@@ -184,6 +184,9 @@ enum mt_counter {
 	MT_COUNTER_UNWIND_CHAINS_CHANGED, /* walks that started as the previous one but read other words */
 	MT_COUNTER_SELF_TRAPS, /* memtrack's own allocator calls trapped by a shared link: must stay 0 */
 	MT_COUNTER_UNWIND_ROW_MISSES, /* frames whose row the per-CPU row cache did not hold: searched */
+	MT_COUNTER_UNWIND_SPLICED,    /* walks that took the rest of their frames from a kept walk */
+	MT_COUNTER_UNWIND_SPLICED_FRAMES, /* the frames they took */
+	MT_COUNTER_UNWIND_CHAINS_KNOWN, /* matched walks whose stack user space had: no seen_stacks lookup */
 	/* time_parts only: nanoseconds spent in each part of the allocation return program, summed. */
 	MT_COUNTER_PART_EVENTS,          /* allocation events timed */
 	MT_COUNTER_PART_WALK_NS,         /* the stack walk (CFI rows or bpf_get_stack) */

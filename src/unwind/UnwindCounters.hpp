@@ -31,6 +31,9 @@ struct UnwindCounters {
     uint64_t walks_matched = 0;  // answered by the thread's previous walk (chain_cache.h)
     uint64_t walks_changed = 0;  // started as the previous walk, but a word it read had changed
     uint64_t row_cache_misses = 0;  // frames whose row was searched for: the row cache missed
+    uint64_t walks_spliced = 0;     // walks that took the rest of their frames from a kept walk
+    uint64_t spliced_frames = 0;    // the frames they took
+    uint64_t walks_known = 0;       // matched walks whose stack user space had (no seen_stacks lookup)
 };
 
 }  // namespace memtrack

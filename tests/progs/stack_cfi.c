@@ -13,6 +13,12 @@
  *                  STK_CFI_TWINS times each, from one call site through a pointer: the twins have
  *                  one frame size, so every walk starts at the same pc, sp and rbp, and the
  *                  stacks differ only in the return address into the twin.
+ *   STK_CFI_FORK_P/Q main -> cfi_fork_x -> cfi_fork_c -> cfi_fork_m -> cfi_fork_leaf -> malloc,
+ *                  or main -> cfi_fork_y -> cfi_fork_c -> cfi_fork_n -> cfi_fork_leaf -> malloc,
+ *                  alternating, STK_CFI_FORKS times each, from one call site through a pointer
+ *                  (and cfi_fork_c calls m or n through one too): x and y have one frame size,
+ *                  as have m and n, so the two walks start at the same pc and sp and meet again
+ *                  at cfi_fork_c's frame, whose callers differ (x or y), and at main's.
  */
 #include <stdlib.h>
 
@@ -70,6 +76,54 @@ __attribute__((noipa)) static char *cfi_twin_y(size_t size)
 	return p;
 }
 
+__attribute__((noipa)) static char *cfi_fork_leaf(size_t size)
+{
+	char *p = malloc(fx_size(size)); /* STACK_MARK(cfi-fork-leaf-malloc) */
+	FX_REQUIRE(p != NULL);
+	fx_escape(p);
+	return fx_launder(p);
+}
+
+__attribute__((noipa)) static char *cfi_fork_m(size_t size)
+{
+	__asm__ volatile("movq $0x40, %%rbp" ::: "rbp");
+	char *p = cfi_fork_leaf(size); /* STACK_MARK(cfi-fork-m-calls-leaf) */
+	p[1] = 'm';
+	return p;
+}
+
+__attribute__((noipa)) static char *cfi_fork_n(size_t size)
+{
+	__asm__ volatile("movq $0x40, %%rbp" ::: "rbp");
+	char *p = cfi_fork_leaf(size); /* STACK_MARK(cfi-fork-n-calls-leaf) */
+	p[1] = 'n';
+	return p;
+}
+
+__attribute__((noipa)) static char *cfi_fork_c(char *(*inner)(size_t), size_t size)
+{
+	__asm__ volatile("movq $0x40, %%rbp" ::: "rbp");
+	char *p = inner(size); /* STACK_MARK(cfi-fork-c-calls-inner) */
+	p[2] = 'c';
+	return p;
+}
+
+__attribute__((noipa)) static char *cfi_fork_x(size_t size)
+{
+	__asm__ volatile("movq $0x40, %%rbp" ::: "rbp");
+	char *p = cfi_fork_c(cfi_fork_m, size); /* STACK_MARK(cfi-fork-x-calls-c) */
+	p[3] = 'x';
+	return p;
+}
+
+__attribute__((noipa)) static char *cfi_fork_y(size_t size)
+{
+	__asm__ volatile("movq $0x40, %%rbp" ::: "rbp");
+	char *p = cfi_fork_c(cfi_fork_n, size); /* STACK_MARK(cfi-fork-y-calls-c) */
+	p[3] = 'y';
+	return p;
+}
+
 __attribute__((noipa)) static void cfi_repeat(void)
 {
 	for (unsigned i = 0; i < STK_CFI_REPEATS; i++)
@@ -111,5 +165,9 @@ int main(void)
 	char *(*volatile twins[2])(size_t) = {cfi_twin_x, cfi_twin_y};
 	for (unsigned i = 0; i < 2 * STK_CFI_TWINS; i++)
 		free(fx_launder(twins[i & 1](i & 1 ? STK_CFI_TWIN_Y : STK_CFI_TWIN_X))); /* STACK_MARK(cfi-main-calls-twin) */
+
+	char *(*volatile forks[2])(size_t) = {cfi_fork_x, cfi_fork_y};
+	for (unsigned i = 0; i < 2 * STK_CFI_FORKS; i++)
+		free(fx_launder(forks[i & 1](i & 1 ? STK_CFI_FORK_Q : STK_CFI_FORK_P))); /* STACK_MARK(cfi-main-calls-fork) */
 	return 0;
 }

@@ -59,6 +59,9 @@
 #define STK_CFI_TWIN_X 10921u /* main -> cfi_twin_x -> cfi_twin_leaf -> malloc */
 #define STK_CFI_TWIN_Y 10923u /* main -> cfi_twin_y -> cfi_twin_leaf -> malloc, same sp and site */
 #define STK_CFI_TWINS 3u      /* of each, alternating */
+#define STK_CFI_FORK_P 10925u /* main -> cfi_fork_x -> cfi_fork_c -> cfi_fork_m -> cfi_fork_leaf -> malloc */
+#define STK_CFI_FORK_Q 10927u /* main -> cfi_fork_y -> cfi_fork_c -> cfi_fork_n -> cfi_fork_leaf -> malloc */
+#define STK_CFI_FORKS 3u      /* of each, alternating */
 /* stack_cfi_cxx: a vector<unsigned> grown to this many elements: 1, 2, 4, ... 4096 ints. */
 #define STK_CFI_CXX_ELEMS 4096u
 

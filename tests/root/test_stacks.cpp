@@ -783,12 +783,13 @@ TEST_CASE("stacks: code without frame pointers (rbp clobbered) unwinds by its CF
     ROOT_SUITE_GUARD();
     TempDir dir;
     Tracked t = track_cfi_fixture(dir, "stack_cfi");
-    const std::set<uint64_t> sizes = {STK_CFI_CHAIN, STK_CFI_QSORT, STK_CFI_SHLIB, STK_CFI_REPEAT, STK_CFI_TWIN_X,
-                                      STK_CFI_TWIN_Y};
+    const std::set<uint64_t> sizes = {STK_CFI_CHAIN,  STK_CFI_QSORT,  STK_CFI_SHLIB,  STK_CFI_REPEAT,
+                                      STK_CFI_TWIN_X, STK_CFI_TWIN_Y, STK_CFI_FORK_P, STK_CFI_FORK_Q};
     std::map<uint64_t, std::string> expected;
     for (uint64_t size : sizes) expected[size] = "Malloc x1";
     expected[STK_CFI_REPEAT] = "Malloc x" + std::to_string(STK_CFI_REPEATS);
     expected[STK_CFI_TWIN_X] = expected[STK_CFI_TWIN_Y] = "Malloc x" + std::to_string(STK_CFI_TWINS);
+    expected[STK_CFI_FORK_P] = expected[STK_CFI_FORK_Q] = "Malloc x" + std::to_string(STK_CFI_FORKS);
     CHECK(show(tally_by_size(t.events, sizes)) == show(expected));
 
     const std::string src = "stack_cfi.c";
@@ -832,8 +833,6 @@ TEST_CASE("stacks: code without frame pointers (rbp clobbered) unwinds by its CF
             check_whole_stack(e.frames, "/stack_cfi",
                               cfi_chain_then({{"cfi_repeat", "", marked_line(src, "cfi-repeat-calls-a")},
                                           {"main", "", marked_line(src, "cfi-main-calls-repeat")}}));
-        // One thread, and no other walk of it starts where these do.
-        CHECK(need_u64(unwind_stats(t), "walks_matched", "unwind") == STK_CFI_REPEATS - 1);
     }
     SUBCASE("twins: walks from the same registers whose stacks differ in one word") {
         for (const auto& [size, twin, mark] : {std::tuple{STK_CFI_TWIN_X, "cfi_twin_x", "cfi-twin-x-calls-leaf"},
@@ -846,8 +845,38 @@ TEST_CASE("stacks: code without frame pointers (rbp clobbered) unwinds by its CF
                                    {twin, "", marked_line(src, mark)},
                                    {"main", "", marked_line(src, "cfi-main-calls-twin")}});
         }
-        // Each twin after the first starts where the one before it did, and is walked again.
-        CHECK(need_u64(unwind_stats(t), "walks_changed", "unwind") == 2 * STK_CFI_TWINS - 1);
+    }
+    SUBCASE("forks: walks that meet the kept one at a frame whose callers differ, then at main") {
+        for (const auto& [size, outer, outer_mark, inner, inner_mark] :
+             {std::tuple{STK_CFI_FORK_P, "cfi_fork_x", "cfi-fork-x-calls-c", "cfi_fork_m", "cfi-fork-m-calls-leaf"},
+              std::tuple{STK_CFI_FORK_Q, "cfi_fork_y", "cfi-fork-y-calls-c", "cfi_fork_n", "cfi-fork-n-calls-leaf"}}) {
+            const auto r = with_size(resolved, size);
+            REQUIRE(r.size() == STK_CFI_FORKS);
+            for (const Resolved& e : r)
+                check_whole_stack(e.frames, "/stack_cfi",
+                                  {{"cfi_fork_leaf", "", marked_line(src, "cfi-fork-leaf-malloc")},
+                                   {inner, "", marked_line(src, inner_mark)},
+                                   {"cfi_fork_c", "", marked_line(src, "cfi-fork-c-calls-inner")},
+                                   {outer, "", marked_line(src, outer_mark)},
+                                   {"main", "", marked_line(src, "cfi-main-calls-fork")}});
+        }
+    }
+    SUBCASE("kept walks: each repeat answered, each twin and fork that differs spliced at its first kept frame") {
+        const json::object u = unwind_stats(t);
+        // One thread; the repeats, the twins and the forks each start where no other walk does.
+        // The first of each is walked whole and kept. A repeat, an X twin and a P fork after it
+        // is answered by the kept walk; a Y twin or a Q fork starts as the kept walk but reads
+        // another return address, and takes the rest from the kept walk where they meet: the
+        // twin at main; the fork not at cfi_fork_c (the word above it, its caller, differs),
+        // but at main. A spliced walk is not kept, so the kept walk stays the first one.
+        CHECK(need_u64(u, "walks_matched", "unwind") == (STK_CFI_REPEATS - 1) + (STK_CFI_TWINS - 1) + (STK_CFI_FORKS - 1));
+        CHECK(need_u64(u, "walks_changed", "unwind") == STK_CFI_TWINS + STK_CFI_FORKS);
+        CHECK(need_u64(u, "walks_spliced", "unwind") == STK_CFI_TWINS + STK_CFI_FORKS);
+        // The twin's rest is main's frame and libc's below it; the fork's the same.
+        CHECK(need_u64(u, "spliced_frames", "unwind") ==
+              (STK_CFI_TWINS + STK_CFI_FORKS) * (1 + kLibcStart.size()));
+        // Every answered walk's stack had been sent with the walk that was kept.
+        CHECK(need_u64(u, "walks_known", "unwind") == need_u64(u, "walks_matched", "unwind"));
     }
     SUBCASE("every walk ended at the outermost frame, each caller found from a row") {
         const json::object u = unwind_stats(t);

@@ -103,7 +103,7 @@ RunCounters distinct_counters() {
     c.kernel = {601, 602, 603, 604, 605, 606, 607, 608, 609, 610, 1024, 611, 612,
                 {{"alloc_return", 10, 2500}, {"alloc_entry", 0, 0}}, {4, 40, 80, 120, 160}};
     c.unwind = {701, 702, 703, 704, 723, 724, 725, 705, 706, 707, 8'000'000, 709, 710, 711,
-                712, 713, 714, 715, 716, 717, 718, 719, 720, 721, 722};
+                712, 713, 714, 715, 716, 717, 718, 719, 720, 721, 722, 726, 727, 728};
     c.drains.artifact_closed_ns = 12'000'000;
     c.drains.stacks_closed_ns = 13'000'000;
     c.shutdown.stopped_at_exit = 614;
@@ -159,7 +159,7 @@ TEST_CASE("stats: each key reports its owner's counter") {
                    "cfi_frames": 712, "frame_pointer_frames": 713, "walks_without_tables": 714,
                    "walks_complete": 715, "walks_truncated": 716, "walks_unsupported": 717,
                    "walks_read_failed": 718, "walks_bad_frame": 719, "walks_matched": 720, "walks_changed": 721,
-                   "row_cache_misses": 722},
+                   "row_cache_misses": 722, "walks_spliced": 726, "spliced_frames": 727, "walks_known": 728},
         "bpf_programs": {"alloc_return": {"runs": 10, "run_ns": 2500, "ns_per_run": 250.0},
                          "alloc_entry": {"runs": 0, "run_ns": 0, "ns_per_run": 0.0}},
         "bpf_parts": {"events": 4, "walk_ns_per_event": 10.0, "hash_ns_per_event": 20.0,
@@ -191,7 +191,7 @@ TEST_CASE("stats: every key of the object is in docs/STATS.md, and every key the
     const std::set<std::string> reported = keys(stats_json(RunCounters{}));
     for (const std::string& k : reported) CHECK_MESSAGE(documented.count(k), "not in docs/STATS.md: " << k);
     for (const std::string& k : documented) CHECK_MESSAGE(reported.count(k), "not in the stats object: " << k);
-    CHECK(reported.size() == 92);
+    CHECK(reported.size() == 95);
 }
 
 TEST_CASE("stats: a counter copied while its owner counts holds a value it had") {
