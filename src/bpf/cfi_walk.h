@@ -746,8 +746,8 @@ static __always_inline void chain_keep(struct chain *c, struct walk_scratch *sc,
 
 /*
  * The walk, frame by frame, from the registers at an allocator's return into s->ips (frame 0 is
- * the return address into the caller), by the rows of the process's description `generation`
- * (0: none, each step by frame pointer); returns the number of frames, and leaves what the walk
+ * the return address into the caller), by the rows of the process's description
+ * (walk_scratch's walk_generation, set by cfi_walk_stack; 0: none, each step by frame pointer); returns the number of frames, and leaves what the walk
  * read, for its chain, in the CPU's walk_scratch. Frames are tallied in walk_scratch, not in the
  * walk's loop state: tallies there would make the verifier's states differ by them.
  *
@@ -848,7 +848,11 @@ __noinline __u32 chain_answer(struct pt_regs *ctx, struct mt_stack_record *s, st
 	return n + 1;
 }
 
-/* s->ips from the thread's kept chain when it still holds (chain_cache.h), else walked. */
+/*
+ * s->ips from the thread's kept chain when it still holds (chain_cache.h): returns the frames
+ * + 1. 0: s must be walked (walk_frames), then kept (chain_keep_walk), as this call prepared
+ * in walk_scratch (the generation, the slot, a splice candidate).
+ */
 __noinline __u32 cfi_walk_stack(struct pt_regs *ctx, struct mt_stack_record *s, __u32 tgid)
 {
 	__u32 zero = 0;
