@@ -77,8 +77,6 @@ struct walk_scratch {
 	__u32 reads; /* words read so far; the first MT_CHAIN_READS are in addr/value */
 	__u32 span;  /* bytes from sp to the end of the highest word read */
 	__u32 end;   /* the counter that ended the walk */
-	__u32 replay_ok;
-	__u32 replay_bad; /* !replay_ok: the index of the first word that changed */
 	__u64 copy_base;  /* the address words[0] holds */
 	__u32 copy_bytes; /* how much of the stack from copy_base is in the copy */
 	__u32 frame;      /* the frame whose step runs (frames[frame]) */
@@ -91,10 +89,7 @@ struct walk_scratch {
 	__u32 cand_frame;
 	__u32 cand_from;
 	__u32 cand_tries;
-	/* The slot of the chain that answered or kept this walk (MT_CHAIN_SLOTS: none), and whether
-	 * user space has its stack: then the stack needs no seen_stacks lookup. */
-	__u32 chain_slot;
-	__u32 chain_known;
+	__u32 chain_slot; /* the slot of the chain that answered or kept this walk (MT_CHAIN_SLOTS: none) */
 	/* cfi_walk_stack's, for walk_frames and chain_keep_walk: the process description's
 	 * generation (0: none), the slot to keep the walk in (MT_CHAIN_SLOTS: none), the thread. */
 	__u32 walk_generation, keep_slot, walk_tid;
@@ -160,7 +155,6 @@ struct cfi_walk {
 	__u64 ri_orig;  /* the return address it replaced */
 	__u64 *ips;
 	struct walk_scratch *scratch;
-	struct chain *replay; /* chain_words_hold: the chain whose words it checks */
 	__u64 copy_base;  /* the address scratch->words[0] holds */
 	__u32 copy_bytes; /* how much of the stack from copy_base is in the copy */
 	__u32 n;
@@ -489,6 +483,52 @@ static __always_inline long cfi_step(struct cfi_walk *w)
 __noinline int splice_meet(__u32 n, __u64 pc, __u64 sp, __u64 bp, __u32 max);
 __noinline __u32 splice_take(void);
 
+/* A loop over a kept chain c's words or frames, from `from` up to `end` (bpf_loop's context). */
+struct chain_scan {
+	struct walk_scratch *sc;
+	struct chain *c;
+	__u32 from, end;
+	__u32 flag; /* words: 1 while all hold; frames: the first bp_use met (0: none yet) */
+	__u32 bad;  /* words, !flag: the first that changed */
+};
+
+/* Words from + i * MT_REPLAY_STEP on: each must still hold its value. */
+static long chain_word_step(__u64 i, void *ctx)
+{
+	struct chain_scan *p = ctx;
+	struct walk_scratch *sc = p->sc;
+	struct chain *c = p->c;
+	if (!sc || !c)
+		return 1;
+	for (__u32 k = 0; k < MT_REPLAY_STEP; k++) {
+		__u32 src = p->from + (__u32)i * MT_REPLAY_STEP + k;
+		__u64 value = 0;
+		if (src >= p->end)
+			return 1;
+		if (copied_word(sc, sc->copy_base, sc->copy_bytes, c->addr[src & (MT_CHAIN_READS - 1)], &value) != 0 ||
+		    value != c->value[src & (MT_CHAIN_READS - 1)]) {
+			p->flag = 0;
+			p->bad = src;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Every word the kept chain's walk read, from its word `from` on, still holds what it read
+ * then (from sc's copy of the stack, else read); false with *bad the first that does not.
+ */
+static __always_inline bool chain_words_hold(struct walk_scratch *sc, struct chain *c, __u32 from, __u32 *bad)
+{
+	struct chain_scan p = {.sc = sc, .c = c, .from = from, .end = c->reads, .flag = 1};
+	if (from > p.end || p.end > MT_CHAIN_READS)
+		return false;
+	bpf_loop((p.end - from + MT_REPLAY_STEP - 1) / MT_REPLAY_STEP, chain_word_step, &p, 0);
+	*bad = p.bad;
+	return p.flag;
+}
+
 /* Frame n: ends the walk there, or notes the frame and steps to its caller. */
 static long cfi_frame(__u64 i, void *ctx)
 {
@@ -563,48 +603,17 @@ __noinline int splice_meet(__u32 n, __u64 pc, __u64 sp, __u64 bp, __u32 max)
 	__u32 reads = c->reads;
 	if (c->generation != sc->query.generation || c->end != MT_COUNTER_UNWIND_COMPLETE || cn > MT_MAX_FRAMES ||
 	    reads > MT_CHAIN_READS || at->reads > reads || n >= MT_MAX_FRAMES || n + (cn - j) > max ||
-	    (at->bp != bp && at->bp_use == CHAIN_BP_USED) || !chain_returns_below(&sc->returns, sp) ||
-	    !chain_returns_below(&c->returns, sp))
+	    !chain_returns_below(&sc->returns, sp) || !chain_returns_below(&c->returns, sp))
 		return 0;
 	sc->splice_n = n;
 	sc->splice_bp_differs = at->bp != bp;
 	return 1;
 }
 
-/* splice_take's loops over the candidate c's words or frames, from `from` up to `end`. */
-struct splice_scan {
-	struct walk_scratch *sc;
-	struct chain *c;
-	__u32 from, end;
-	__u32 flag; /* words: 1 while all hold; frames: the first bp_use met (0: none yet) */
-};
-
-/* Words i * MT_REPLAY_STEP on: each must still hold its value. */
-static long splice_word_step(__u64 i, void *ctx)
-{
-	struct splice_scan *p = ctx;
-	struct walk_scratch *sc = p->sc;
-	struct chain *c = p->c;
-	if (!sc || !c)
-		return 1;
-	for (__u32 k = 0; k < MT_REPLAY_STEP; k++) {
-		__u32 src = p->from + (__u32)i * MT_REPLAY_STEP + k;
-		__u64 value = 0;
-		if (src >= p->end)
-			return 1;
-		if (copied_word(sc, sc->copy_base, sc->copy_bytes, c->addr[src & (MT_CHAIN_READS - 1)], &value) != 0 ||
-		    value != c->value[src & (MT_CHAIN_READS - 1)]) {
-			p->flag = 0;
-			return 1;
-		}
-	}
-	return 0;
-}
-
 /* Frame from + i: the first whose step used or replaced rbp says whether the rest uses the rbp it starts with. */
 static long splice_bp_step(__u64 i, void *ctx)
 {
-	struct splice_scan *p = ctx;
+	struct chain_scan *p = ctx;
 	struct chain *c = p->c;
 	__u32 k = p->from + (__u32)i;
 	if (!c || k >= p->end)
@@ -625,15 +634,10 @@ __noinline __u32 splice_take(void)
 	__u32 j = sc->cand_frame - 1;
 	if (!c || j >= MT_MAX_FRAMES)
 		return 0;
-	struct splice_scan p = {.sc = sc, .c = c, .from = c->frames[j].reads, .end = c->reads, .flag = 1};
-	if (p.from > p.end || p.end > MT_CHAIN_READS)
+	__u32 bad = 0;
+	if (!chain_words_hold(sc, c, c->frames[j].reads, &bad))
 		return 0;
-	bpf_loop((p.end - p.from + MT_REPLAY_STEP - 1) / MT_REPLAY_STEP, splice_word_step, &p, 0);
-	if (!p.flag)
-		return 0;
-	p.from = j;
-	p.end = c->n;
-	p.flag = 0;
+	struct chain_scan p = {.c = c, .from = j, .end = c->n};
 	if (sc->splice_bp_differs)
 		bpf_loop(MT_MAX_FRAMES, splice_bp_step, &p, 0);
 	if (p.flag & CHAIN_BP_USED)
@@ -672,28 +676,6 @@ static __always_inline void copy_stack(struct cfi_walk *w, __u32 want)
 		sc->copy_bytes = w->copy_bytes = first + rest;
 }
 
-/* Words i * MT_REPLAY_STEP on of w->replay: scratch->replay_ok stays 1 while each still holds its value. */
-static long chain_replay_step(__u64 i, void *ctx)
-{
-	struct cfi_walk *w = ctx;
-	struct chain *c = w->replay;
-	if (!c) {
-		w->scratch->replay_ok = 0;
-		return 1;
-	}
-	for (__u32 k = 0; k < MT_REPLAY_STEP; k++) {
-		__u64 j = i * MT_REPLAY_STEP + k, v = 0;
-		if (j >= c->reads)
-			return 1;
-		if (j >= MT_CHAIN_READS || stack_word(w, c->addr[j], &v) != 0 || v != c->value[j]) {
-			w->scratch->replay_ok = 0;
-			w->scratch->replay_bad = (__u32)j;
-			return 1;
-		}
-	}
-	return 0;
-}
-
 /* The kept chain started where this walk starts: same registers, tables and return instances. */
 static __always_inline bool chain_starts_here(struct cfi_walk *w, struct chain *c, __u32 tid, __u32 generation)
 {
@@ -701,16 +683,6 @@ static __always_inline bool chain_starts_here(struct cfi_walk *w, struct chain *
 	       (!c->bp_used || c->bp == w->bp) &&
 	       c->reads <= MT_CHAIN_READS && c->n <= MT_MAX_FRAMES &&
 	       chain_returns_equal(&c->returns, &w->scratch->returns);
-}
-
-/* Every word the kept chain's walk read still holds what it read then. */
-static __always_inline bool chain_words_hold(struct cfi_walk *w, struct chain *c)
-{
-	w->replay = c;
-	w->scratch->replay_ok = 1;
-	w->scratch->replay_bad = 0;
-	bpf_loop((c->reads + MT_REPLAY_STEP - 1) / MT_REPLAY_STEP, chain_replay_step, w, 0);
-	return w->scratch->replay_ok;
 }
 
 /* Keeps the walk just done as the thread's chain, when it can be checked next time. */
@@ -747,8 +719,9 @@ static __always_inline void chain_keep(struct chain *c, struct walk_scratch *sc,
 /*
  * The walk, frame by frame, from the registers at an allocator's return into s->ips (frame 0 is
  * the return address into the caller), by the rows of the process's description
- * (walk_scratch's walk_generation, set by cfi_walk_stack; 0: none, each step by frame pointer); returns the number of frames, and leaves what the walk
- * read, for its chain, in the CPU's walk_scratch. Frames are tallied in walk_scratch, not in the
+ * (walk_scratch's walk_generation, set by cfi_walk_stack; 0: none, each step by frame
+ * pointer); returns the number of frames, and leaves what the walk read, for its chain, in the
+ * CPU's walk_scratch. Frames are tallied in walk_scratch, not in the
  * walk's loop state: tallies there would make the verifier's states differ by them.
  *
  * A global function, as is its caller: the verifier checks each once, on its own, and a caller
@@ -833,16 +806,16 @@ __noinline __u32 chain_answer(struct pt_regs *ctx, struct mt_stack_record *s, st
 	if (!chain_starts_here(&w, c, tid, generation))
 		return 0;
 	copy_stack(&w, c->span);
-	if (!chain_words_hold(&w, c)) {
+	__u32 bad = 0;
+	if (!chain_words_hold(scratch, c, 0, &bad)) {
 		/* A splice into c must leave out the word that changed. */
-		scratch->cand_from = scratch->replay_bad + 1;
+		scratch->cand_from = bad + 1;
 		count(MT_COUNTER_UNWIND_CHAINS_CHANGED);
 		return 0;
 	}
 	__u32 n = c->n & MT_MAX_FRAMES;
 	bpf_probe_read_kernel(s->ips, n * 8, c->ips);
 	s->hash = c->hash;
-	scratch->chain_known = c->known;
 	count(c->end == MT_COUNTER_UNWIND_TRUNCATED ? MT_COUNTER_UNWIND_TRUNCATED : MT_COUNTER_UNWIND_COMPLETE);
 	count(MT_COUNTER_UNWIND_CHAINS_MATCHED);
 	return n + 1;
@@ -850,9 +823,11 @@ __noinline __u32 chain_answer(struct pt_regs *ctx, struct mt_stack_record *s, st
 
 /*
  * s->ips from the thread's kept chain when it still holds (chain_cache.h): returns the frames
- * + 1. 0: s must be walked (walk_frames), then kept (chain_keep_walk), as this call prepared
- * in walk_scratch (the generation, the slot, a splice candidate).
+ * + 1, | MT_WALK_KNOWN when user space has that stack (it needs no seen_stacks lookup). 0: s
+ * must be walked (walk_frames), then kept (chain_keep_walk), as this call prepared in
+ * walk_scratch (the generation, the slot, a splice candidate).
  */
+#define MT_WALK_KNOWN (1u << 16)
 __noinline __u32 cfi_walk_stack(struct pt_regs *ctx, struct mt_stack_record *s, __u32 tgid)
 {
 	__u32 zero = 0;
@@ -860,7 +835,6 @@ __noinline __u32 cfi_walk_stack(struct pt_regs *ctx, struct mt_stack_record *s, 
 	if (!s || !scratch)
 		return 0;
 	scratch->cand_slot = scratch->chain_slot = scratch->keep_slot = MT_CHAIN_SLOTS; /* none */
-	scratch->chain_known = 0;
 	scratch->walk_generation = 0;
 	struct mt_unwind_process *proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
 	if (!proc) {
@@ -879,7 +853,7 @@ __noinline __u32 cfi_walk_stack(struct pt_regs *ctx, struct mt_stack_record *s, 
 	__u32 answered = chain_answer(ctx, s, kept, tid, generation);
 	if (answered) {
 		scratch->chain_slot = slot;
-		return answered;
+		return answered | (kept->known ? MT_WALK_KNOWN : 0);
 	}
 	scratch->keep_slot = slot;
 	scratch->walk_tid = tid;
@@ -910,18 +884,15 @@ __noinline int chain_keep_walk(struct pt_regs *ctx, struct mt_stack_record *s, _
 }
 
 /*
- * mark 0: whether user space has the stack of the chain that answered this capture (then it
- * needs no seen_stacks lookup). mark 1: user space has h now (found seen, or sent), noted in
- * the chain that answered or kept this capture, if h is still its stack.
+ * User space has h now (found seen, or sent): noted in the chain that answered or kept this
+ * capture, if h is still its stack.
  */
-__noinline int chain_stack_known(__u64 h, int mark)
+__noinline int chain_stack_known(__u64 h)
 {
 	__u32 zero = 0;
 	struct walk_scratch *sc = bpf_map_lookup_elem(&walk_scratch, &zero);
 	if (!sc)
 		return 0;
-	if (!mark)
-		return sc->chain_known;
 	zero = sc->chain_slot;
 	struct chain *c = zero < MT_CHAIN_SLOTS ? bpf_map_lookup_elem(&chains, &zero) : NULL;
 	if (c && c->generation && c->hash == h)

@@ -494,12 +494,14 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 		return 0;
 	struct mt_stack_record *s = &v->rec;
 	__u32 tgid = current_tgid();
-	__u32 nr;
+	__u32 nr, known = 0; /* known: answered by a kept chain whose stack user space has */
 	__u64 t = part_clock();
 	s->hash = 0;
 	if (unwind_cfi) {
 		/* Answered by a kept chain (frames + 1), or walked and kept. */
 		nr = cfi_walk_stack(ctx, s, tgid);
+		known = nr & MT_WALK_KNOWN;
+		nr &= MT_WALK_KNOWN - 1;
 		if (nr) {
 			nr--;
 		} else {
@@ -520,7 +522,7 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 	/* A walk answered by a kept chain, or kept as one, left its hash in s->hash. */
 	__u64 h = s->hash ? s->hash : stack_hash(s, nr, tgid);
 	count(MT_COUNTER_STACKS_CAPTURED);
-	if (unwind_cfi && chain_stack_known(h, 0)) {
+	if (known) {
 		count(MT_COUNTER_UNWIND_CHAINS_KNOWN);
 		part_end(MT_COUNTER_PART_HASH_NS, t);
 		return h;
@@ -533,7 +535,7 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 	t = part_end(MT_COUNTER_PART_HASH_NS, t);
 	if (seen) {
 		if (unwind_cfi)
-			chain_stack_known(h, 1);
+			chain_stack_known(h);
 		return h;
 	}
 
@@ -584,7 +586,7 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 	if (new_maps)
 		bpf_map_update_elem(&maps_known, &tgid, &one, BPF_ANY);
 	if (unwind_cfi)
-		chain_stack_known(h, 1);
+		chain_stack_known(h);
 	apply_pressure(1, &stacks, stack_stop_bytes);
 	part_end(MT_COUNTER_PART_STACK_RECORD_NS, t);
 	return h;
