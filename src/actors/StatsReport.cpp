@@ -66,6 +66,7 @@ KernelCounters read_kernel_counters(const BpfSession& bpf) {
     k.stacks_sent = bpf.counter(MT_COUNTER_STACKS_SENT);
     k.stack_errors = bpf.counter(MT_COUNTER_STACK_ERRORS);
     k.stacks_dropped = bpf.counter(MT_COUNTER_STACKS_DROPPED);
+    k.stacks_unclaimed = bpf.counter(MT_COUNTER_STACKS_UNCLAIMED);
     k.spawn_unstopped = bpf.counter(MT_COUNTER_SPAWN_UNSTOPPED);
     k.spawn_notices_dropped = bpf.counter(MT_COUNTER_SPAWNS_DROPPED);
     k.events_max_fill_bytes = bpf.max_fill_bytes(0);
@@ -143,6 +144,7 @@ boost::json::object stats_json(const RunCounters& c) {
         {"stacks_unique", sym.stacks_unique.get()},
         {"stack_errors", k.stack_errors},
         {"stacks_dropped", k.stacks_dropped},
+        {"stacks_unclaimed", k.stacks_unclaimed},
         {"stack_ring_bytes", sym.stack_ring_bytes.get()},
         // Both rings' bytes per allocation event: each event record's plus the stacks, amortised.
         {"ring_bytes_per_event",

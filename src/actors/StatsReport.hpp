@@ -27,7 +27,8 @@ struct KernelCounters {
     // Allocator calls whose return never came (an exception, a longjmp), found when the thread's
     // next call replaced them.
     uint64_t stale_frames = 0;
-    uint64_t stacks_captured = 0, stacks_sent = 0, stack_errors = 0, stacks_dropped = 0;
+    uint64_t stacks_captured = 0, stacks_sent = 0, stack_errors = 0, stacks_dropped = 0,
+             stacks_unclaimed = 0;
     uint64_t spawn_unstopped = 0, spawn_notices_dropped = 0;
     uint64_t events_max_fill_bytes = 0, stacks_max_fill_bytes = 0;
     uint64_t stop_bytes = 0;  // the events ring's stop mark

@@ -108,8 +108,9 @@ struct {
  * distinct stack crosses the ring once, and again only after a later stack took its way. An
  * array, not an LRU hash: no lock, no list to shrink, and the lookup is inlined, where an LRU
  * hash takes its locks and shrinks its lists for each new stack once a program has more
- * distinct stacks than it holds (docs/BENCHMARKS.md, Real programs). Two CPUs sending one new
- * stack at once both send it: the Symbolizer keeps one.
+ * distinct stacks than it holds (docs/BENCHMARKS.md, Real programs). A capture claims its way by
+ * compare-and-swap before it sends the stack (seen_claim): of two CPUs that capture one new stack
+ * at once (two threads of one program in step), one sends it.
  */
 #define MT_SEEN_SETS (1u << 19) /* 1 Mi stacks, 8 MiB */
 struct seen_set {
@@ -479,6 +480,38 @@ static __always_inline void emit(__u32 kind, __u64 addr, __u64 size, __u64 old_a
 }
 
 /*
+ * True when this capture is to send h: h was in neither way of its set, and this CPU wrote it
+ * into one (an empty way, else either at random: two stacks of one set do not evict each other
+ * forever) before any other did. False when h is seen: sent, or claimed by another CPU that is
+ * sending it. A way another CPU changed first is looked at again; past a few such races the
+ * stack is sent unclaimed (sent twice at worst, never lost).
+ */
+static __always_inline bool seen_claim(struct seen_set *set, __u64 h)
+{
+	for (int tries = 0; tries < 4; tries++) {
+		__u64 w0 = set->way[0], w1 = set->way[1];
+		if (w0 == h || w1 == h)
+			return false;
+		__u32 k = !w0 ? 0 : !w1 ? 1 : bpf_get_prandom_u32() & 1;
+		__u64 old = k ? w1 : w0;
+		if (__sync_val_compare_and_swap(&set->way[k & 1], old, h) == old)
+			return true;
+	}
+	count(MT_COUNTER_STACKS_UNCLAIMED);
+	return true;
+}
+
+/* h claimed but not sent (no room in the ring): its next capture claims and sends it again. */
+static __always_inline void seen_unclaim(__u32 index, __u64 h)
+{
+	struct seen_set *set = bpf_map_lookup_elem(&seen_stacks, &index);
+	if (!set)
+		return;
+	__sync_val_compare_and_swap(&set->way[0], h, 0);
+	__sync_val_compare_and_swap(&set->way[1], h, 0);
+}
+
+/*
  * The user stack at an allocator's return (frame 0 is the return address into its caller),
  * hashed; the full stack goes to the stacks ring only the first time its hash is seen.
  * Returns the hash, 0 when no stack could be captured. A global function, checked by the
@@ -531,7 +564,7 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 	zero = (__u32)h & (MT_SEEN_SETS - 1);
 	struct seen_set *set = bpf_map_lookup_elem(&seen_stacks, &zero);
 	/* No set cannot happen (the index is masked); taken as seen, it sends nothing. */
-	bool seen = !set || set->way[0] == h || set->way[1] == h;
+	bool seen = !set || !seen_claim(set, h);
 	t = part_end(MT_COUNTER_PART_HASH_NS, t);
 	if (seen) {
 		if (unwind_cfi)
@@ -548,7 +581,8 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 	struct bpf_dynptr out;
 	if (bpf_ringbuf_reserve_dynptr(&stacks, record_bytes, 0, &out) != 0) {
 		bpf_ringbuf_discard_dynptr(&out, 0);
-		count(MT_COUNTER_STACKS_DROPPED); /* not marked seen: the next occurrence retries */
+		count(MT_COUNTER_STACKS_DROPPED);
+		seen_unclaim(zero, h); /* the next occurrence retries */
 		apply_pressure(1, &stacks, stack_stop_bytes);
 		return h;
 	}
@@ -572,17 +606,6 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 	bpf_ringbuf_submit_dynptr(&out, wake);
 	count(MT_COUNTER_STACKS_SENT);
 	__u8 one = 1;
-	/*
-	 * An empty way, else either at random: two stacks of one set do not evict each other forever.
-	 * Looked up again rather than kept across the calls above, to keep this frame small.
-	 */
-	set = bpf_map_lookup_elem(&seen_stacks, &zero);
-	if (set) {
-		if (!set->way[0] || (set->way[1] && (bpf_get_prandom_u32() & 1)))
-			set->way[0] = h;
-		else
-			set->way[1] = h;
-	}
 	if (new_maps)
 		bpf_map_update_elem(&maps_known, &tgid, &one, BPF_ANY);
 	if (unwind_cfi)

@@ -187,6 +187,7 @@ enum mt_counter {
 	MT_COUNTER_UNWIND_SPLICED,    /* walks that took the rest of their frames from a kept walk */
 	MT_COUNTER_UNWIND_SPLICED_FRAMES, /* the frames they took */
 	MT_COUNTER_UNWIND_CHAINS_KNOWN, /* matched walks whose stack user space had: no seen_stacks lookup */
+	MT_COUNTER_STACKS_UNCLAIMED, /* new stacks sent without a claimed seen_stacks way (CPUs raced for it) */
 	/* time_parts only: nanoseconds spent in each part of the allocation return program, summed. */
 	MT_COUNTER_PART_EVENTS,          /* allocation events timed */
 	MT_COUNTER_PART_WALK_NS,         /* the stack walk (CFI rows or bpf_get_stack) */

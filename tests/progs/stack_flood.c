@@ -1,10 +1,14 @@
 /*
- * stack_flood [DEPTH [PASSES]]: 2^DEPTH (default STK_FLOOD_DEPTH) distinct call stacks in a
- * burst, one allocation of STK_FLOOD_SIZE each, PASSES times over (default 1): the path from main
- * to leaf() goes through left() or right() at each of DEPTH levels, chosen by the bits of the
+ * stack_flood [DEPTH [PASSES [THREADS]]]: 2^DEPTH (default STK_FLOOD_DEPTH) distinct call stacks
+ * in a burst, one allocation of STK_FLOOD_SIZE each, PASSES times over (default 1): the path to
+ * leaf() goes through left() or right() at each of DEPTH levels, chosen by the bits of the
  * stack's number. Far more new stacks, far faster, than a slowed symbolizer keeps up with; with
  * DEPTH 17, more than an LRU hash of 64k stacks held (tests/root/test_stacks.cpp).
+ * With THREADS (at most STK_FLOOD_MAX_THREADS), that many threads make the same stacks in step,
+ * all waiting for each other before each stack: every new stack is met by each at once.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "fixture.h"
@@ -43,13 +47,40 @@ __attribute__((noinline)) static void step(unsigned depth, unsigned bits)
 	fx_escape(NULL);
 }
 
+static unsigned depth, passes, threads;
+static atomic_uint arrived; /* threads that have come to the current stack, summed over stacks */
+
+static void *flood(void *arg)
+{
+	(void)arg;
+	unsigned met = 0;
+	for (unsigned pass = 0; pass < passes; pass++)
+		for (unsigned bits = 0; bits < (1u << depth); bits++) {
+			met += threads;
+			atomic_fetch_add(&arrived, 1);
+			while (atomic_load(&arrived) < met)
+				;
+			step(depth, bits);
+		}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
-	unsigned depth = fx_count(argc, argv, STK_FLOOD_DEPTH);
-	unsigned passes = fx_count(argc - 1, argv + 1, 1); /* argv[2], as stack_dlopen reads its count */
-	FX_REQUIRE(depth <= 20);
-	for (unsigned pass = 0; pass < passes; pass++)
-		for (unsigned bits = 0; bits < (1u << depth); bits++)
-			step(depth, bits);
+	depth = fx_count(argc, argv, STK_FLOOD_DEPTH);
+	passes = fx_count(argc - 1, argv + 1, 1); /* argv[2], as stack_dlopen reads its count */
+	threads = fx_count(argc - 2, argv + 2, 0);
+	FX_REQUIRE(depth <= 20 && threads <= STK_FLOOD_MAX_THREADS);
+	if (!threads) {
+		for (unsigned pass = 0; pass < passes; pass++)
+			for (unsigned bits = 0; bits < (1u << depth); bits++)
+				step(depth, bits);
+		return 0;
+	}
+	pthread_t id[STK_FLOOD_MAX_THREADS];
+	for (unsigned i = 0; i < threads; i++)
+		FX_REQUIRE(pthread_create(&id[i], NULL, flood, NULL) == 0);
+	for (unsigned i = 0; i < threads; i++)
+		FX_REQUIRE(pthread_join(id[i], NULL) == 0);
 	return 0;
 }

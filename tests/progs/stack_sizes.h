@@ -44,6 +44,7 @@
 /* stack_flood: 2^STK_FLOOD_DEPTH distinct stacks, one malloc(STK_FLOOD_SIZE) each. */
 #define STK_FLOOD_DEPTH 12u
 #define STK_FLOOD_SIZE 10811u
+#define STK_FLOOD_MAX_THREADS 8u
 
 /* stack_exec: STK_EXEC_SITES sites before an exec of itself, one after it. */
 #define STK_EXEC_BEFORE 10961u

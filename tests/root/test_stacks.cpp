@@ -1175,6 +1175,33 @@ TEST_CASE("stacks: 128k distinct stacks, each twice: each crosses the ring once,
     CHECK(missing == 0);
 }
 
+TEST_CASE("stacks: two threads meeting each new stack at the same moment send it once") {
+    ROOT_SUITE_GUARD();
+    // Both threads wait for each other before each of the 4096 stacks, so each new stack is
+    // captured on both CPUs at once: a lookup of seen_stacks followed by a later mark let both
+    // send it (stacks_sent 4935-7106 for 4098 unique).
+    constexpr unsigned kStacks = 1u << STK_FLOOD_DEPTH;
+    TempDir dir;
+    Tracked t = track_and_dump(dir, {fixture("stack_flood"), std::to_string(STK_FLOOD_DEPTH), "1", "2"});
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_common(t);
+    check_stack_stats(t);
+    std::map<uint64_t, std::set<int>> tids_by_stack;
+    size_t allocations = 0;
+    for (const Event& e : t.events) {
+        if (!e.size || *e.size != STK_FLOOD_SIZE || !is_allocation(e)) continue;
+        ++allocations;
+        REQUIRE(e.stack_hash.has_value());
+        tids_by_stack[*e.stack_hash].insert(e.tid);
+    }
+    CHECK(allocations == 2 * kStacks);
+    CHECK(tids_by_stack.size() == kStacks);
+    size_t not_both = 0;
+    for (const auto& [hash, tids] : tids_by_stack) not_both += tids.size() != 2;
+    CHECK(not_both == 0);
+    CHECK(stat_u64(stats_object(t), "stacks_unclaimed") == 0);
+}
+
 TEST_CASE("stacks: JavaScript frames are named from node's perf map") {
     ROOT_SUITE_GUARD();
     // Debian's nodejs: scripts/deps.sh installs it for this test.
