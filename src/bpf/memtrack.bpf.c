@@ -501,7 +501,11 @@ static __always_inline bool seen_claim(struct seen_set *set, __u64 h)
 	return true;
 }
 
-/* h claimed but not sent (no room in the ring): its next capture claims and sends it again. */
+/*
+ * h claimed but not sent (no room in the ring): its next capture claims and sends it again,
+ * unless another CPU's kept chain took h as sent meanwhile (chain_stack_known): a drop is a lost
+ * record either way, which stacks_dropped reports.
+ */
 static __always_inline void seen_unclaim(__u32 index, __u64 h)
 {
 	struct seen_set *set = bpf_map_lookup_elem(&seen_stacks, &index);
