@@ -486,9 +486,10 @@ static __always_inline void emit(__u32 kind, __u64 addr, __u64 size, __u64 old_a
  * sending it. A way another CPU changed first is looked at again; past a few such races the
  * stack is sent unclaimed (sent twice at worst, never lost).
  */
+#define MT_SEEN_CLAIM_TRIES 4 /* docs/STATS.md, stacks_unclaimed */
 static __always_inline bool seen_claim(struct seen_set *set, __u64 h)
 {
-	for (int tries = 0; tries < 4; tries++) {
+	for (int tries = 0; tries < MT_SEEN_CLAIM_TRIES; tries++) {
 		__u64 w0 = set->way[0], w1 = set->way[1];
 		if (w0 == h || w1 == h)
 			return false;

@@ -71,10 +71,9 @@ int main(int argc, char **argv)
 	passes = fx_count(argc - 1, argv + 1, 1); /* argv[2], as stack_dlopen reads its count */
 	threads = fx_count(argc - 2, argv + 2, 0);
 	FX_REQUIRE(depth <= 20 && threads <= STK_FLOOD_MAX_THREADS);
-	if (!threads) {
-		for (unsigned pass = 0; pass < passes; pass++)
-			for (unsigned bits = 0; bits < (1u << depth); bits++)
-				step(depth, bits);
+	if (!threads) { /* main alone: it waits for nobody */
+		threads = 1;
+		flood(NULL);
 		return 0;
 	}
 	pthread_t id[STK_FLOOD_MAX_THREADS];
