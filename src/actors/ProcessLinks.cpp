@@ -256,6 +256,15 @@ void ProcessLinks::release_new_code(uint32_t pid, uint32_t source) {
         return;
     }
     auto own = processes_.find(pid_t(pid));
+    // A link names the task that led the process when it was made, and traps only in that
+    // task's memory: after an exec from another thread (which took the pid of the main thread,
+    // now gone) the old links trap nowhere, so every object gets new ones. A notice lost to a
+    // full ring (source 0) may have been that exec.
+    if (own != processes_.end() && (source == MT_CODE_EXEC_THREAD || source == 0)) {
+        closer_.close(std::move(own->second.links));
+        own->second.links.clear();
+        own->second.objects.clear();
+    }
     bool allocator = false, loader = false;
     for (const ProbedObject& o : *objects) {
         allocator = allocator || std::any_of(o.probes->kinds.begin(), o.probes->kinds.end(), allocates);
@@ -283,9 +292,9 @@ void ProcessLinks::release_new_code(uint32_t pid, uint32_t source) {
     // are mapped: at exec for a static executable (no loader), at the loader's first hook that
     // holds otherwise (RT_CONSISTENT: the libraries are mapped).
     CodeState& st = code_[pid_t(pid)];
-    if (source == MT_CODE_EXEC) st = CodeState{};
+    if (source == MT_CODE_EXEC || source == MT_CODE_EXEC_THREAD) st = CodeState{};
     if (source == MT_CODE_LOADER) ++st.loader_hooks;
-    const bool settled = (source == MT_CODE_EXEC && !loader) || st.loader_hooks >= 1;
+    const bool settled = ((source == MT_CODE_EXEC || source == MT_CODE_EXEC_THREAD) && !loader) || st.loader_hooks >= 1;
     if (settled && !allocator && !st.warned) {
         st.warned = true;
         counters_.processes_without_allocator.add();

@@ -69,6 +69,10 @@ KernelCounters read_kernel_counters(const BpfSession& bpf) {
     k.stacks_unclaimed = bpf.counter(MT_COUNTER_STACKS_UNCLAIMED);
     k.spawn_unstopped = bpf.counter(MT_COUNTER_SPAWN_UNSTOPPED);
     k.spawn_notices_dropped = bpf.counter(MT_COUNTER_SPAWNS_DROPPED);
+    k.holds_broken = bpf.counter(MT_COUNTER_HOLDS_BROKEN);
+    k.holds_restopped = bpf.counter(MT_COUNTER_HOLDS_RESTOPPED);
+    k.holds_unrestored = bpf.counter(MT_COUNTER_HOLDS_UNRESTORED);
+    k.holds_escaped = bpf.counter(MT_COUNTER_HOLDS_ESCAPED);
     k.events_max_fill_bytes = bpf.max_fill_bytes(0);
     k.stacks_max_fill_bytes = bpf.max_fill_bytes(1);
     k.stop_bytes = bpf.stop_bytes();
@@ -170,6 +174,10 @@ boost::json::object stats_json(const RunCounters& c) {
         {"probe_attach_ms", ms_summary(links.attach_ns)},
         {"spawn_unstopped", k.spawn_unstopped},
         {"spawn_notices_dropped", k.spawn_notices_dropped},
+        {"holds_broken_by_others", k.holds_broken},
+        {"holds_restopped", k.holds_restopped},
+        {"holds_unrestored", k.holds_unrestored},
+        {"holds_escaped", k.holds_escaped},
         {"spawn_held_ms", ms_summary(pauses.spawn_held_ns)},
         {"new_code_held_ms", ms_summary(pauses.new_code_held_ns)},
         {"processes_without_allocator", links.processes_without_allocator.get()},

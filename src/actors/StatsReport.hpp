@@ -30,6 +30,9 @@ struct KernelCounters {
     uint64_t stacks_captured = 0, stacks_sent = 0, stack_errors = 0, stacks_dropped = 0,
              stacks_unclaimed = 0;
     uint64_t spawn_unstopped = 0, spawn_notices_dropped = 0;
+    // Someone else's SIGCONTs that ended a pause; those stopped again; those that could not be;
+    // processes held before they ran that ran all the same.
+    uint64_t holds_broken = 0, holds_restopped = 0, holds_unrestored = 0, holds_escaped = 0;
     uint64_t events_max_fill_bytes = 0, stacks_max_fill_bytes = 0;
     uint64_t stop_bytes = 0;  // the events ring's stop mark
     std::vector<ProgramRunStats> programs;  // run counts and times with kernel.bpf_stats_enabled

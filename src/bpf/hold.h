@@ -21,6 +21,10 @@
  *   the releaser's SIGSTOP after it.
  * - Ring pressure re-sends its SIGSTOP with every record written above the stop mark, even when
  *   the reason is already held: a thread whose stop a resume cancelled stops at its next record.
+ * - Someone else's SIGCONT to a held process cancels memtrack's SIGSTOP: BPF sends one again at
+ *   once (a RESTOP), counted in the word until that SIGSTOP has landed, since the kernel sends it
+ *   a little later (irq_work). Nothing releases while a RESTOP is on its way, so memtrack's own
+ *   SIGCONT always comes after it. An exit, or a pid's new process, forgets RESTOPs in flight.
  */
 #ifndef MEMTRACK_HOLD_H
 #define MEMTRACK_HOLD_H
@@ -39,6 +43,8 @@
 #define MT_HOLD_REASON_MASK 0xfu
 #define MT_HOLD_RESUMING 0x100u      /* a release is between its SIGCONT and its end */
 #define MT_HOLD_USER_STOP 0x200u     /* the last SIGSTOP or SIGCONT someone else sent it was a SIGSTOP */
+#define MT_HOLD_RESTOP_ONE 0x1000u   /* RESTOPs: SIGSTOPs sent again after someone else's SIGCONT, */
+#define MT_HOLD_RESTOP_MASK 0xf000u  /* not landed yet (at most 15 at once) */
 #define MT_HOLD_SENDER_ONE 0x10000u  /* senders: producers between their claim and their SIGSTOP */
 #define MT_HOLD_SENDER_MAX 0xffffu
 
@@ -58,15 +64,37 @@ struct mt_hold_page {
 struct mt_held {
 	__u64 start_boottime;              /* task->start_boottime: guards against pid reuse */
 	__u64 since_ns[MT_HOLD_REASONS];   /* CLOCK_MONOTONIC ns when each reason was last taken */
+	/*
+	 * A process held for `unrun_reason` before it ran any code of its own (a new process, a new
+	 * image): the user registers it will resume with (0: none watched), and that hold's
+	 * since_ns. While that pause holds, the process reaches user space only if someone else's
+	 * SIGCONT let it: when it then stops it has other registers (a RESTOP did not stop it in
+	 * time), and memtrack says so.
+	 */
+	__u64 unrun_ip, unrun_sp, unrun_since;
+	__u32 unrun_reason, unused;
 };
+
 
 static inline __u32 mt_hold_reasons(__u32 w) { return w & MT_HOLD_REASON_MASK; }
 static inline __u32 mt_hold_senders(__u32 w) { return w >> 16; }
+static inline __u32 mt_hold_restops(__u32 w) { return (w & MT_HOLD_RESTOP_MASK) / MT_HOLD_RESTOP_ONE; }
 
 /* Index (0..MT_HOLD_REASONS-1) of a single reason bit. */
 static inline __u32 mt_hold_reason_index(__u32 reason)
 {
 	return reason == MT_HOLD_PRESSURE ? 0 : reason == MT_HOLD_SNAPSHOT ? 1 : reason == MT_HOLD_SPAWN ? 2 : 3;
+}
+
+/* Whether a process held before it ran, stopping with registers (ip, sp) while its hold word
+ * is `word`, ran meanwhile during the pause that was watched. */
+static inline bool mt_hold_ran_unheld(const struct mt_held *h, __u32 word, __u64 ip, __u64 sp)
+{
+	if (!h->unrun_ip || !(word & h->unrun_reason))
+		return false; /* nothing watched, or the pause has ended: it may run */
+	if (h->since_ns[mt_hold_reason_index(h->unrun_reason) & (MT_HOLD_REASONS - 1)] != h->unrun_since)
+		return false; /* a later pause for the same reason, not watched */
+	return ip != h->unrun_ip || sp != h->unrun_sp;
 }
 
 /*
@@ -98,7 +126,7 @@ static inline enum mt_hold_release mt_hold_release(__u32 old, __u32 reason, __u3
 {
 	if (!(old & reason))
 		return MT_RELEASE_NOT_HELD;
-	if (mt_hold_senders(old) || (old & MT_HOLD_RESUMING))
+	if (mt_hold_senders(old) || mt_hold_restops(old) || (old & MT_HOLD_RESUMING))
 		return MT_RELEASE_BUSY;
 	*next = old & ~reason;
 	if (mt_hold_reasons(*next))
@@ -120,11 +148,28 @@ static inline bool mt_hold_resumed(__u32 old, bool sent, __u32 *next)
 	return sent && (mt_hold_reasons(old) != 0 || (old & MT_HOLD_USER_STOP));
 }
 
+/*
+ * Someone else's SIGCONT reached a held process: a RESTOP is claimed before its SIGSTOP is sent.
+ * false: nothing to send (no reason held: the SIGCONT ended no pause of ours), or no room to
+ * count one more (the process then runs until its pause ends; the caller counts it).
+ */
+static inline bool mt_hold_restop_claim(__u32 old, __u32 *next)
+{
+	if (!mt_hold_reasons(old) || (old & MT_HOLD_RESTOP_MASK) == MT_HOLD_RESTOP_MASK)
+		return false;
+	*next = old + MT_HOLD_RESTOP_ONE;
+	return true;
+}
+
+/* A RESTOP's SIGSTOP landed, or was never sent: one less on its way. */
+static inline __u32 mt_hold_restop_landed(__u32 old) { return mt_hold_restops(old) ? old - MT_HOLD_RESTOP_ONE : old; }
+
 /* Every reason ends at once (the process exited, or memtrack resumes everything for good);
- * senders in flight and someone else's stop stay. Returns the reasons that were held. */
+ * senders in flight and someone else's stop stay; RESTOPs are forgotten (a process gone takes
+ * no signal; the final pass waits for them first). Returns the reasons that were held. */
 static inline __u32 mt_hold_end_all(__u32 old, __u32 *next)
 {
-	*next = old & ~(MT_HOLD_REASON_MASK | MT_HOLD_RESUMING);
+	*next = old & ~(MT_HOLD_REASON_MASK | MT_HOLD_RESUMING | MT_HOLD_RESTOP_MASK);
 	return mt_hold_reasons(old);
 }
 

@@ -17,6 +17,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define SIGSTOP 19
 #define SIGCONT 18
+#define SIGNAL_GROUP_EXIT 0x00000004 /* include/linux/sched/signal.h: signal->flags */
 
 /* Set before load (rodata). */
 const volatile __u64 stop_bytes = ~0ULL; /* ring data at or above this: SIGSTOP the producer */
@@ -757,12 +758,12 @@ static __always_inline void mapping_return(struct pt_regs *ctx, __u32 func)
  * until user space has probed the objects it now maps (the notice tells it which process).
  * A reason already held (another thread at the hook) needs no second notice.
  */
-static __always_inline void hold_for_new_code(__u32 source)
+static __always_inline bool hold_for_new_code(__u32 source)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 tgid = current_tgid();
 	if (!tgid || !hold_current(tgid, MT_HOLD_MODULE, false))
-		return;
+		return false;
 	struct mt_spawn notice = {
 		.pid = tgid,
 		.start_boottime = BPF_CORE_READ(task, group_leader, start_boottime),
@@ -771,6 +772,7 @@ static __always_inline void hold_for_new_code(__u32 source)
 	};
 	if (bpf_ringbuf_output(&spawns, &notice, sizeof(notice), BPF_RB_FORCE_WAKEUP) != 0)
 		count(MT_COUNTER_SPAWNS_DROPPED);
+	return true;
 }
 
 /*
@@ -941,6 +943,44 @@ int alloc_return(struct pt_regs *ctx)
 
 /* ---- process life ---- */
 
+/* The process, just held for `reason` before running code of its own, resumes with these
+ * registers (hold.h). */
+static __always_inline void watch_unrun(struct task_struct *task, __u32 tgid, __u32 reason)
+{
+	struct mt_held *h = bpf_map_lookup_elem(&held, &tgid);
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!h || !regs)
+		return;
+	h->unrun_ip = 0; /* no half-written watch is ever compared */
+	h->unrun_sp = BPF_CORE_READ(regs, sp);
+	h->unrun_since = h->since_ns[mt_hold_reason_index(reason) & (MT_HOLD_REASONS - 1)];
+	h->unrun_reason = reason;
+	h->unrun_ip = BPF_CORE_READ(regs, ip);
+}
+
+/*
+ * A thread of a process held before it ran stops (it takes its SIGSTOP): if it stops anywhere
+ * but where it was held, someone else's SIGCONT let it run before its probes or its new code's
+ * probes existed. Watched once: the first stop settles it.
+ */
+SEC("tp_btf/signal_deliver")
+int BPF_PROG(on_signal_deliver, int sig, struct kernel_siginfo *info, struct k_sigaction *ka)
+{
+	if (sig != SIGSTOP)
+		return 0;
+	__u32 tgid = current_tgid();
+	struct mt_held *h = tgid ? bpf_map_lookup_elem(&held, &tgid) : NULL;
+	__u32 *w = tgid ? hold_word(tgid) : NULL;
+	if (!h || !w || !h->unrun_ip)
+		return 0;
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (regs && mt_hold_ran_unheld(h, *(volatile __u32 *)w, BPF_CORE_READ(regs, ip), BPF_CORE_READ(regs, sp))) {
+		count(MT_COUNTER_HOLDS_ESCAPED);
+		h->unrun_ip = 0; /* counted once */
+	}
+	return 0;
+}
+
 /*
  * A forked child inherits its parent's breakpoints but not its parent's links, whose filter
  * names the parent: it would run unrecorded. Hold it before it first runs and tell user space,
@@ -952,6 +992,7 @@ static __always_inline void hold_for_probes(struct task_struct *parent, struct t
 		count(MT_COUNTER_SPAWN_UNSTOPPED);
 		return;
 	}
+	watch_unrun(child, child_tgid, MT_HOLD_SPAWN);
 	struct mt_spawn spawn = {
 		.pid = child_tgid,
 		.parent = ns_tgid(parent),
@@ -999,15 +1040,37 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	bpf_map_delete_elem(&unwind_procs, &tgid); /* and described again, while it is held below */
 	emit(MT_KIND_EXEC, 0, 0, 0, 0);
 	/* Its executable (a static one holds its allocator) is probed before its first instruction. */
-	hold_for_new_code(MT_CODE_EXEC);
+	if (hold_for_new_code(old_pid == BPF_CORE_READ(task, tgid) ? MT_CODE_EXEC : MT_CODE_EXEC_THREAD))
+		watch_unrun(task, tgid, MT_HOLD_MODULE);
 	return 0;
+}
+
+/*
+ * A process ends with its last thread, whichever that is: its main thread may end first
+ * (pthread_exit leaves it a zombie while the others run on), and an exec from another thread
+ * ends the main thread while the process goes on in the new image under the same pid.
+ * signal->live counts the threads not yet in do_exit, and is decremented before this
+ * tracepoint: 0 only for the last one.
+ */
+static __always_inline bool last_thread(struct task_struct *task)
+{
+	return BPF_CORE_READ(task, signal, live.counter) == 0;
+}
+
+/* The process's exit status as wait() reports it: the group's on a group exit, else the thread's. */
+static __always_inline __u64 exit_status(struct task_struct *task)
+{
+	struct signal_struct *sig = BPF_CORE_READ(task, signal);
+	if (BPF_CORE_READ(sig, flags) & SIGNAL_GROUP_EXIT)
+		return (__u32)BPF_CORE_READ(sig, group_exit_code);
+	return (__u32)BPF_CORE_READ(task, exit_code);
 }
 
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *task)
 {
-	if (BPF_CORE_READ(task, pid) != BPF_CORE_READ(task, tgid))
-		return 0; /* a thread */
+	if (!last_thread(task))
+		return 0; /* the process goes on in its other threads */
 	__u32 tgid = ns_tgid(task);
 	if (!tgid || !bpf_map_lookup_elem(&tracked, &tgid))
 		return 0;
@@ -1017,12 +1080,81 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	bpf_map_delete_elem(&maps_known, &tgid);
 	bpf_map_delete_elem(&unwind_procs, &tgid);
 	bpf_map_delete_elem(&tracked, &tgid);
-	emit_record(MT_KIND_EXIT, 0, BPF_CORE_READ(task, exit_code), 0, 0, false, 0); /* no SIGSTOP to a dying process */
+	emit_record(MT_KIND_EXIT, 0, exit_status(task), 0, 0, false, 0); /* no SIGSTOP to a dying process */
 	return 0;
 }
 
 #define SEND_SIG_PRIV 1UL
 #define TRACE_SIGNAL_IGNORED 1
+#define SI_KERNEL 0x80
+#define SIGCHLD 17
+#define CLD_CONTINUED 6
+/* The si_value of a RESTOP's SIGSTOP (hold.h), which tells it from every other SIGSTOP. */
+#define MT_RESTOP_TAG 0x706f747365726d74ULL
+
+/* RESTOPs need bpf_send_signal_task (Linux 6.13+, as per-process links). */
+static __always_inline bool can_signal_task(void)
+{
+	return per_process_links;
+}
+
+static __always_inline bool is_restop(struct kernel_siginfo *info)
+{
+	unsigned long raw = (unsigned long)info;
+	return raw && raw != SEND_SIG_PRIV && BPF_CORE_READ(info, si_code) == SI_KERNEL &&
+	       (__u64)BPF_CORE_READ(info, _sifields._rt._sigval.sival_ptr) == MT_RESTOP_TAG;
+}
+
+/* A RESTOP's SIGSTOP landed (or, to a process already exiting, was ignored): one less on its way. */
+static __always_inline void restop_landed(__u32 *w)
+{
+	__u32 old = *(volatile __u32 *)w;
+	for (int i = 0; i < 8 && mt_hold_restops(old); i++) {
+		__u32 seen = __sync_val_compare_and_swap(w, old, mt_hold_restop_landed(old));
+		if (seen == old)
+			return;
+		old = seen;
+	}
+}
+
+/*
+ * Someone else's SIGCONT to a process memtrack holds cancelled the hold's SIGSTOP (a shell, a
+ * supervisor, a parent continuing its new child): stop it again now, before its threads get
+ * back to code that is not probed yet. Sent from here, under the target's siglock, the SIGSTOP
+ * goes through irq_work as soon as the lock is released; the word counts it until it lands
+ * (hold.h), so no release can send its SIGCONT before it. A pause for new probes or new code
+ * that cannot be restored is counted: the run then says allocations may be missing.
+ */
+static __always_inline void restop(struct task_struct *task, __u32 *w, bool broken)
+{
+	__u32 old = *(volatile __u32 *)w, next = 0;
+	if (!mt_hold_reasons(old))
+		return; /* no pause of ours was cancelled */
+	if (broken)
+		count(MT_COUNTER_HOLDS_BROKEN);
+	if (holds_closed())
+		return; /* memtrack is resuming everything for good */
+	bool claimed = false;
+	for (int i = 0; i < 8 && can_signal_task(); i++) {
+		if (!mt_hold_restop_claim(old, &next))
+			break;
+		__u32 seen = __sync_val_compare_and_swap(w, old, next);
+		if (seen == old) {
+			claimed = true;
+			break;
+		}
+		old = seen;
+	}
+	if (claimed) {
+		if (bpf_send_signal_task(task, SIGSTOP, PIDTYPE_TGID, MT_RESTOP_TAG) == 0) {
+			count(MT_COUNTER_HOLDS_RESTOPPED);
+			return;
+		}
+		restop_landed(w); /* never sent */
+	}
+	if (old & (MT_HOLD_SPAWN | MT_HOLD_MODULE))
+		count(MT_COUNTER_HOLDS_UNRESTORED);
+}
 
 /*
  * memtrack's SIGCONT (a pause ended) may land on a SIGSTOP someone else sent after memtrack read
@@ -1035,12 +1167,31 @@ int BPF_PROG(on_exit, struct task_struct *task)
  */
 static __always_inline void stop_again_if_user_stopped(struct task_struct *task)
 {
-	if (!per_process_links) /* bpf_send_signal_task: Linux 6.13+, as per-process links */
+	if (!can_signal_task())
 		return;
 	__u32 tgid = ns_tgid(task);
 	__u32 *w = tgid ? hold_word(tgid) : NULL;
 	if (w && (*(volatile __u32 *)w & MT_HOLD_USER_STOP) && bpf_map_lookup_elem(&tracked, &tgid))
 		bpf_send_signal_task(task, SIGSTOP, PIDTYPE_TGID, 0);
+}
+
+/*
+ * A stopped process continued by someone else's SIGCONT tells its parent (SIGCHLD,
+ * CLD_CONTINUED) on its own way back to user space, before it looks at its signals again: a
+ * RESTOP sent from here is queued by irq_work on its own CPU, in its own context, before it
+ * gets there, so it never reaches user code. (The RESTOP the SIGCONT's sender sent may come
+ * later than that.)
+ */
+static __always_inline void restop_continued_self(struct kernel_siginfo *info)
+{
+	unsigned long raw = (unsigned long)info;
+	if (!raw || raw == SEND_SIG_PRIV || BPF_CORE_READ(info, si_code) != CLD_CONTINUED)
+		return;
+	__u32 tgid = current_tgid();
+	__u32 *w = tgid ? hold_word(tgid) : NULL;
+	if (!w || !mt_hold_reasons(*(volatile __u32 *)w) || !bpf_map_lookup_elem(&tracked, &tgid))
+		return;
+	restop(bpf_get_current_task_btf(), w, false);
 }
 
 /*
@@ -1055,8 +1206,19 @@ static __always_inline void stop_again_if_user_stopped(struct task_struct *task)
 SEC("tp_btf/signal_generate")
 int BPF_PROG(on_signal, int sig, struct kernel_siginfo *info, struct task_struct *task, int group, int result)
 {
+	if (sig == SIGCHLD) {
+		restop_continued_self(info);
+		return 0;
+	}
 	if (sig != SIGSTOP && sig != SIGCONT)
 		return 0;
+	if (sig == SIGSTOP && is_restop(info)) {
+		__u32 tgid = ns_tgid(task);
+		__u32 *w = tgid ? hold_word(tgid) : NULL;
+		if (w)
+			restop_landed(w);
+		return 0;
+	}
 	if ((bpf_get_current_pid_tgid() >> 32) == memtrack_tgid) {
 		if (sig == SIGCONT)
 			stop_again_if_user_stopped(task);
@@ -1075,10 +1237,12 @@ int BPF_PROG(on_signal, int sig, struct kernel_siginfo *info, struct task_struct
 	__u32 *w = hold_word(tgid);
 	if (!w)
 		return 0;
-	if (sig == SIGSTOP)
+	if (sig == SIGSTOP) {
 		__sync_fetch_and_or(w, MT_HOLD_USER_STOP);
-	else
+	} else {
 		__sync_fetch_and_and(w, ~MT_HOLD_USER_STOP);
+		restop(task, w, true);
+	}
 	return 0;
 }
 

@@ -188,6 +188,10 @@ enum mt_counter {
 	MT_COUNTER_UNWIND_SPLICED_FRAMES, /* the frames they took */
 	MT_COUNTER_UNWIND_CHAINS_KNOWN, /* matched walks whose stack user space had: no seen_stacks lookup */
 	MT_COUNTER_STACKS_UNCLAIMED, /* new stacks sent without a claimed seen_stacks way (CPUs raced for it) */
+	MT_COUNTER_HOLDS_BROKEN,     /* someone else's SIGCONTs that ended a pause of memtrack's */
+	MT_COUNTER_HOLDS_RESTOPPED,  /* of those, the pauses BPF stopped again at once (hold.h: RESTOP) */
+	MT_COUNTER_HOLDS_UNRESTORED, /* pauses for probes or new code that could not be: must stay 0 */
+	MT_COUNTER_HOLDS_ESCAPED,    /* processes held before they ran that ran all the same: must stay 0 */
 	/* time_parts only: nanoseconds spent in each part of the allocation return program, summed. */
 	MT_COUNTER_PART_EVENTS,          /* allocation events timed */
 	MT_COUNTER_PART_WALK_NS,         /* the stack walk (CFI rows or bpf_get_stack) */
@@ -213,6 +217,8 @@ struct mt_spawn {
 enum mt_code_source {
 	MT_CODE_EXEC = 1,   /* a new image: its executable and the loader are mapped, no library yet */
 	MT_CODE_LOADER = 2, /* the loader's hook: objects mapped (or unmapped), not yet initialized */
+	MT_CODE_EXEC_THREAD = 3, /* a new image exec'd by a thread other than the main one, which
+				  * took the main thread's pid: links naming the old main thread are stale */
 };
 
 #endif

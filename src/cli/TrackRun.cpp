@@ -319,6 +319,16 @@ private:
             fmt::print(stderr, "dropped: {}\n", dropped);
             if (status == 0) status = 1;
         }
+        // Processes that may have run unrecorded: said, and the run fails (nothing lost silently).
+        const uint64_t unheld = bpf_.counter(MT_COUNTER_SPAWN_UNSTOPPED) + bpf_.counter(MT_COUNTER_HOLDS_UNRESTORED) +
+                                bpf_.counter(MT_COUNTER_HOLDS_ESCAPED);
+        if (unheld > 0) {
+            log::error("{} processes ran before their probes existed (another process's SIGCONT ended their pause, or "
+                       "a SIGSTOP was refused): their allocations may be missing (stats: spawn_unstopped, "
+                       "holds_unrestored, holds_escaped)",
+                       unheld);
+            if (status == 0) status = 1;
+        }
         if (stats_failed && status == 0) status = 1;
         return status;
     }

@@ -157,7 +157,8 @@ void BpfSession::detach() {
 }
 
 void BpfSession::attach_tracepoints() {
-    bpf_program* progs[] = {skel_->progs.on_fork, skel_->progs.on_exec, skel_->progs.on_exit, skel_->progs.on_signal};
+    bpf_program* progs[] = {skel_->progs.on_fork, skel_->progs.on_exec, skel_->progs.on_exit, skel_->progs.on_signal,
+                            skel_->progs.on_signal_deliver};
     for (bpf_program* p : progs) {
         bpf_link* l = bpf_program__attach(p);
         if (!l) fail(fmt::format("attach {}", bpf_program__name(p)), errno);

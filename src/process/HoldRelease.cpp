@@ -84,9 +84,11 @@ FinalPass release_all_for_good(HoldStore& store, HoldSignals& signals, std::chro
         if (pid == MT_HOLD_CLOSED_WORD || pid >= store.capacity()) continue;
         auto word = word_of(store, pid);
         const auto deadline = std::chrono::steady_clock::now() + sender_wait;
-        while (mt_hold_senders(word.load()) && std::chrono::steady_clock::now() < deadline)
+        // A RESTOP on its way is a SIGSTOP too: ours must come after it.
+        const auto in_flight = [&] { return mt_hold_senders(word.load()) || mt_hold_restops(word.load()); };
+        while (in_flight() && std::chrono::steady_clock::now() < deadline)
             std::this_thread::sleep_for(std::chrono::microseconds(50));
-        if (mt_hold_senders(word.load())) ++pass.senders_left;
+        if (in_flight()) ++pass.senders_left;
         const auto entry = store.entry(pid);
         uint32_t old = word.load(), next = 0, reasons = 0;
         do {

@@ -74,6 +74,11 @@
 #define FX_THREAD2 9719u
 #define FX_THREAD3 9829u
 
+/* lifecycle (tests/progs/lifecycle.c): one size per corner of a process's life. */
+#define FX_LIFE_EXECED 9851u   /* `alloc N`: the program a thread execs into, N times */
+#define FX_LIFE_CHILD 9857u    /* each child of `sigcont-children` and `stop-loop`, N times */
+#define FX_LIFE_THREAD0 9859u  /* `leader-exit`: thread i allocates FX_LIFE_THREAD0 + 2 * i, N times */
+
 /* mmap_ops: lengths passed to mmap/munmap/mremap, and the sbrk increment. */
 #define FX_MMAP_LEN 151675u           /* 37 pages + 123 bytes: not a page multiple on purpose */
 #define FX_MREMAP_FROM (41u * 4096u)  /* 167936 */

@@ -335,7 +335,14 @@ namespace {
 std::vector<std::string> track_prefix(const TempDir& dir) {
     std::string out = dir / "out";
     fs::create_directories(out);
-    return {memtrack_bin(), "track", "-o", out};
+    std::vector<std::string> argv = {memtrack_bin(), "track", "-o", out};
+    // $MEMTRACK_TEST_TRACK_ARGS: more options for every run, split at spaces (scripts/flood.sh
+    // --lifecycle runs cases under a small ring this way).
+    if (const char* more = std::getenv("MEMTRACK_TEST_TRACK_ARGS")) {
+        std::istringstream words(more);
+        for (std::string w; words >> w;) argv.push_back(w);
+    }
+    return argv;
 }
 
 TrackResult track_checked(const TempDir& dir, std::vector<std::string> args,

@@ -479,3 +479,143 @@ TEST_CASE("holds: each pause ProcessHolds ends is counted under its reason, pres
     CHECK(counts.released[mt_hold_reason_index(MT_HOLD_SPAWN)] == 1);
     for (uint32_t pid : {21u, 22u, 23u}) CHECK_FALSE(sig.stopped(pid));
 }
+
+namespace {
+
+// memtrack.bpf.c's restop, on someone else's SIGCONT (which has landed already): claim a RESTOP
+// while a reason is held. Its SIGSTOP is sent later (irq_work): deliver_restop() then lands it.
+bool foreign_cont(FakeStore& store, FakeSignals& sig, uint32_t pid) {
+    (void)sig.send(pid, kStart, SIGCONT);
+    std::atomic_ref<uint32_t> w(store.words()[pid]);
+    uint32_t old = w.load(), next = 0;
+    while (mt_hold_restop_claim(old, &next))
+        if (w.compare_exchange_strong(old, next)) return true;
+    return false;
+}
+
+void deliver_restop(FakeStore& store, FakeSignals& sig, uint32_t pid) {
+    (void)sig.send(pid, kStart, SIGSTOP);
+    std::atomic_ref<uint32_t> w(store.words()[pid]);
+    uint32_t old = w.load();
+    while (!w.compare_exchange_strong(old, mt_hold_restop_landed(old))) {
+    }
+}
+
+}  // namespace
+
+TEST_CASE("holds: someone else's SIGCONT to a held process is followed by a RESTOP, and no release overtakes it") {
+    FakeStore store(64);
+    FakeSignals sig;
+    CHECK(hold_process(store, sig, 13, MT_HOLD_SPAWN, false));
+    // No pause held: a SIGCONT ends nothing of ours, no RESTOP.
+    CHECK_FALSE(foreign_cont(store, sig, 14));
+    CHECK(foreign_cont(store, sig, 13));
+    CHECK_FALSE(sig.stopped(13));  // running until the RESTOP lands
+    CHECK(mt_hold_restops(word(store, 13)) == 1);
+    // memtrack's release comes while the RESTOP's SIGSTOP is on its way: it must wait, or its
+    // SIGCONT would land before that SIGSTOP and leave the process stopped with nothing held.
+    CHECK(release_hold(store, sig, 13, MT_HOLD_SPAWN).outcome == HoldRelease::Outcome::Busy);
+    deliver_restop(store, sig, 13);
+    CHECK(sig.stopped(13));
+    CHECK(word(store, 13) == MT_HOLD_SPAWN);
+    CHECK(release_hold(store, sig, 13, MT_HOLD_SPAWN).outcome == HoldRelease::Outcome::Resumed);
+    CHECK_FALSE(sig.stopped(13));
+    CHECK(word(store, 13) == 0);
+}
+
+TEST_CASE("holds: RESTOPs are counted up to their field's room, and forgotten when every reason ends") {
+    uint32_t w = MT_HOLD_MODULE, next = 0;
+    for (unsigned i = 0; i < 15; ++i) {
+        REQUIRE(mt_hold_restop_claim(w, &next));
+        w = next;
+    }
+    CHECK(mt_hold_restops(w) == 15);
+    CHECK_FALSE(mt_hold_restop_claim(w, &next));  // full: the caller counts it unrestored
+    CHECK(mt_hold_reasons(w) == MT_HOLD_MODULE);   // nothing spilled into other fields
+    CHECK(mt_hold_senders(w) == 0);
+    CHECK((w & MT_HOLD_USER_STOP) == 0);
+    CHECK(mt_hold_end_all(w, &next) == MT_HOLD_MODULE);
+    CHECK(next == 0);
+    CHECK(mt_hold_restop_landed(0) == 0);  // a late landing after the exit changes nothing
+}
+
+TEST_CASE("holds: with SIGCONTs from others and their RESTOPs in a storm, the word and the process agree") {
+    // A producer takes pauses, a releaser ends them, another process sends SIGCONTs at random and
+    // BPF answers each with a RESTOP delivered a little later. Whenever everybody stops, a process
+    // with a reason held must be stopped and one without must run.
+    for (int run = 0; run < 10; ++run) {
+        CAPTURE(run);
+        FakeStore store(64);
+        FakeSignals sig;
+        const std::vector<uint32_t> pids = {2, 3, 4};
+        std::atomic<bool> stop{false}, others_done{false};
+        std::mutex queue_mu;
+        std::vector<uint32_t> queued;  // RESTOPs claimed, their SIGSTOPs not sent yet
+        std::thread producer([&] {
+            std::mt19937 rng(run * 31 + 7);
+            while (!stop) hold_process(store, sig, pids[rng() % pids.size()], rng() % 2 ? MT_HOLD_SPAWN : MT_HOLD_MODULE, false);
+        });
+        std::thread other([&] {
+            std::mt19937 rng(run * 17 + 3);
+            while (!stop) {
+                const uint32_t pid = pids[rng() % pids.size()];
+                if (foreign_cont(store, sig, pid)) {
+                    std::lock_guard lock(queue_mu);
+                    queued.push_back(pid);
+                }
+            }
+        });
+        std::thread irq_work([&] {
+            for (;;) {
+                std::vector<uint32_t> now;
+                {
+                    std::lock_guard lock(queue_mu);
+                    now.swap(queued);
+                }
+                for (uint32_t pid : now) deliver_restop(store, sig, pid);
+                if (others_done && now.empty()) {
+                    std::lock_guard lock(queue_mu);
+                    if (queued.empty()) return;
+                }
+                std::this_thread::yield();
+            }
+        });
+        std::mt19937 rng(run);
+        for (unsigned i = 0; i < 20000; ++i)
+            release_hold(store, sig, pids[rng() % pids.size()], rng() % 2 ? MT_HOLD_SPAWN : MT_HOLD_MODULE);
+        stop = true;
+        producer.join();
+        other.join();
+        others_done = true;  // every RESTOP claimed is queued: the "kernel" delivers them all
+        irq_work.join();
+        for (uint32_t pid : pids) {
+            CAPTURE(pid);
+            CHECK(mt_hold_restops(word(store, pid)) == 0);
+            CHECK((mt_hold_reasons(word(store, pid)) != 0) == sig.stopped(pid));
+        }
+        const FinalPass pass = release_all_for_good(store, sig);
+        CHECK(pass.senders_left == 0);
+        for (uint32_t pid : pids) CHECK_FALSE(sig.stopped(pid));
+    }
+}
+
+TEST_CASE("holds: a process held before it ran is caught stopping anywhere but where it was held") {
+    mt_held h{};
+    h.since_ns[mt_hold_reason_index(MT_HOLD_SPAWN)] = 500;
+    h.unrun_reason = MT_HOLD_SPAWN;
+    h.unrun_since = 500;
+    h.unrun_ip = 0x401000;
+    h.unrun_sp = 0x7ffc0000;
+    // Stopped where it was held: it never ran.
+    CHECK_FALSE(mt_hold_ran_unheld(&h, MT_HOLD_SPAWN, 0x401000, 0x7ffc0000));
+    // Anywhere else while the pause holds: it ran.
+    CHECK(mt_hold_ran_unheld(&h, MT_HOLD_SPAWN, 0x401234, 0x7ffc0000));
+    CHECK(mt_hold_ran_unheld(&h, MT_HOLD_SPAWN | MT_HOLD_PRESSURE, 0x401000, 0x7ffbff00));
+    // The pause ended: it runs as it should; a later pause for the same reason is not watched.
+    CHECK_FALSE(mt_hold_ran_unheld(&h, MT_HOLD_PRESSURE, 0x401234, 0x7ffc0000));
+    h.since_ns[mt_hold_reason_index(MT_HOLD_SPAWN)] = 900;
+    CHECK_FALSE(mt_hold_ran_unheld(&h, MT_HOLD_SPAWN, 0x401234, 0x7ffc0000));
+    // Nothing watched.
+    mt_held none{};
+    CHECK_FALSE(mt_hold_ran_unheld(&none, MT_HOLD_SPAWN | MT_HOLD_MODULE, 0x401234, 0x7ffc0000));
+}
