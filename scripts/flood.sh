@@ -15,6 +15,10 @@
 #   --threads       the multi-threaded race hunt: REPS (default 100) runs cycling through 8, 32
 #                   and 64 threads in one writer and 4 x 16 threads, 64K to 4M rings, slowed
 #                   consumers, drains every 0.1 s and a competing busy loop
+#   --lifecycle     the lifecycle stress: REPS (default 100) runs of the root suite's lifecycle
+#                   cases (tests/root/test_lifecycle.cpp: exec from a thread, SIGCONT storms to
+#                   new children, a stop/continue loop, a leader's pthread_exit, ...) under a 64K
+#                   ring and a slowed consumer, beside a competing busy loop
 #   -n N            iterations per writer (default 200000)
 #   -r RING         --ring-size (default 1M)
 #   -d DELAY_US     --consumer-delay-us (default 200)
@@ -56,6 +60,7 @@ DRAIN=""
 BUSY=0
 REPS=""
 THREADS_HUNT=0
+LIFECYCLE=0
 TIMEOUT=600
 STACKS=()
 EXTRA=()
@@ -68,6 +73,7 @@ while (($#)); do
         -b) (($# >= 2)) || die "-b needs a value"; BUSY="$2"; shift 2 ;;
         -R) (($# >= 2)) || die "-R needs a value"; REPS="$2"; shift 2 ;;
         --threads) THREADS_HUNT=1; shift ;;
+        --lifecycle) LIFECYCLE=1; shift ;;
         -n) (($# >= 2)) || die "-n needs a value"; N="$2"; shift 2 ;;
         -r) (($# >= 2)) || die "-r needs a value"; RING="$2"; shift 2 ;;
         -d) (($# >= 2)) || die "-d needs a value"; DELAY="$2"; shift 2 ;;
@@ -84,6 +90,29 @@ done
 [[ -z "$REPS" || "$REPS" =~ ^[1-9][0-9]*$ ]] || die "-R: not a positive integer: $REPS"
 [[ -z "$DRAIN" || "$DRAIN" =~ ^[0-9]*\.?[0-9]+$ ]] || die "-D: not a number of seconds: $DRAIN"
 ((K * T <= 3000)) || die "-k x -T: at most 3000 writer threads (their sizes must stay apart)"
+
+# The lifecycle stress: the root suite's lifecycle cases, each run checking its exact counts.
+if ((LIFECYCLE)); then
+    "$ROOT/scripts/build.sh" meson-test-prereq
+    reps=${REPS:-100}
+    busy_pid=""
+    trap '[[ -n "$busy_pid" ]] && kill "$busy_pid" 2>/dev/null' EXIT
+    (while :; do :; done) &
+    busy_pid=$!
+    for ((i = 1; i <= reps; i++)); do
+        if ! out=$(MEMTRACK_TEST_TRACK_ARGS="--ring-size 64K --consumer-delay-us 200 ${EXTRA[*]}" \
+            meson test -C "$ROOT/build" --no-rebuild --suite root --print-errorlogs --test-args='-tc=lifecycle:*' 2>&1); then
+            echo "$out" | tail -n 60 >&2
+            echo "flood: FAIL in lifecycle run $i of $reps" >&2
+            exit 1
+        fi
+        stopped=$(ps -eo pid=,stat=,comm= | awk '$2 ~ /^T/ {print $1 "(" $3 ")"}')
+        [[ -z "$stopped" ]] || { echo "flood: FAIL in lifecycle run $i: left stopped: $stopped" >&2; exit 1; }
+        echo "lifecycle run $i/$reps: passed"
+    done
+    echo "flood: $reps lifecycle runs passed"
+    exit 0
+fi
 
 # Repetitions: this script again, once per run, after one build.
 if ((THREADS_HUNT)) || [[ -n "$REPS" && "$REPS" != 1 ]]; then

@@ -258,10 +258,14 @@ void ProcessLinks::release_new_code(uint32_t pid, uint32_t source) {
     auto own = processes_.find(pid_t(pid));
     // A link names the task that led the process when it was made, and traps only in that
     // task's memory: after an exec from another thread (which took the pid of the main thread,
-    // now gone) the old links trap nowhere, so every object gets new ones. A notice lost to a
-    // full ring (source 0) may have been that exec.
-    if (own != processes_.end() && (source == MT_CODE_EXEC_THREAD || source == 0)) {
-        closer_.close(std::move(own->second.links));
+    // now gone) the old links trap nowhere, so every object gets new ones.
+    const auto held = holds_.entry(pid);
+    const bool thread_exec =
+        held && held->thread_exec_since && held->thread_exec_since == held->since_ns[mt_hold_reason_index(MT_HOLD_MODULE)];
+    if (own != processes_.end() && thread_exec) {
+        // Closed here, before the release, not handed to the closer: an old link still runs
+        // for the process's threads (it names the same thread group) wherever a new link's
+        // breakpoint traps, and would record each call twice until it is gone.
         own->second.links.clear();
         own->second.objects.clear();
     }
@@ -292,9 +296,9 @@ void ProcessLinks::release_new_code(uint32_t pid, uint32_t source) {
     // are mapped: at exec for a static executable (no loader), at the loader's first hook that
     // holds otherwise (RT_CONSISTENT: the libraries are mapped).
     CodeState& st = code_[pid_t(pid)];
-    if (source == MT_CODE_EXEC || source == MT_CODE_EXEC_THREAD) st = CodeState{};
+    if (source == MT_CODE_EXEC) st = CodeState{};
     if (source == MT_CODE_LOADER) ++st.loader_hooks;
-    const bool settled = ((source == MT_CODE_EXEC || source == MT_CODE_EXEC_THREAD) && !loader) || st.loader_hooks >= 1;
+    const bool settled = (source == MT_CODE_EXEC && !loader) || st.loader_hooks >= 1;
     if (settled && !allocator && !st.warned) {
         st.warned = true;
         counters_.processes_without_allocator.add();

@@ -73,6 +73,12 @@ struct mt_held {
 	 */
 	__u64 unrun_ip, unrun_sp, unrun_since;
 	__u32 unrun_reason, unused;
+	/*
+	 * The since_ns of the MODULE pause of an exec made by a thread other than the main one
+	 * (which took the main thread's pid): links made for the old main thread trap nowhere in
+	 * the new image, so that release gives the process new ones. 0: none.
+	 */
+	__u64 thread_exec_since;
 };
 
 

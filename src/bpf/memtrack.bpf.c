@@ -1040,8 +1040,12 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	bpf_map_delete_elem(&unwind_procs, &tgid); /* and described again, while it is held below */
 	emit(MT_KIND_EXEC, 0, 0, 0, 0);
 	/* Its executable (a static one holds its allocator) is probed before its first instruction. */
-	if (hold_for_new_code(old_pid == BPF_CORE_READ(task, tgid) ? MT_CODE_EXEC : MT_CODE_EXEC_THREAD))
-		watch_unrun(task, tgid, MT_HOLD_MODULE);
+	if (!hold_for_new_code(MT_CODE_EXEC))
+		return 0;
+	watch_unrun(task, tgid, MT_HOLD_MODULE);
+	struct mt_held *h = bpf_map_lookup_elem(&held, &tgid);
+	if (h && old_pid != BPF_CORE_READ(task, tgid)) /* old_pid: the exec'ing thread's, global */
+		h->thread_exec_since = h->since_ns[mt_hold_reason_index(MT_HOLD_MODULE)];
 	return 0;
 }
 

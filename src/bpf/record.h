@@ -217,8 +217,6 @@ struct mt_spawn {
 enum mt_code_source {
 	MT_CODE_EXEC = 1,   /* a new image: its executable and the loader are mapped, no library yet */
 	MT_CODE_LOADER = 2, /* the loader's hook: objects mapped (or unmapped), not yet initialized */
-	MT_CODE_EXEC_THREAD = 3, /* a new image exec'd by a thread other than the main one, which
-				  * took the main thread's pid: links naming the old main thread are stale */
 };
 
 #endif

@@ -4,9 +4,11 @@
 #include <sys/sysmacros.h>
 
 #include <cstdio>
-#include <fstream>
+#include <sstream>
 #include <set>
 #include <utility>
+
+#include "core/ProcMaps.hpp"
 
 namespace memtrack {
 
@@ -18,11 +20,11 @@ std::string openable_path(pid_t pid, const std::string& path, uint64_t dev, uint
 }
 
 Result<std::vector<MappedObject>> executable_objects(pid_t pid) {
-    const std::string maps = fmt::format("/proc/{}/maps", pid);
-    std::ifstream in(maps);
-    if (!in) return errno_error("open", maps);
+    auto text = read_proc_maps(pid);
+    if (!text) return text.error();
     std::vector<MappedObject> out;
     std::set<std::pair<uint64_t, uint64_t>> seen;
+    std::istringstream in(*text);
     std::string line;
     while (std::getline(in, line)) {
         // start-end perms offset major:minor inode path
@@ -40,7 +42,6 @@ Result<std::vector<MappedObject>> executable_objects(pid_t pid) {
         if (!seen.insert({dev, ino}).second) continue;
         out.push_back({openable_path(pid, path, dev, ino), dev, uint64_t(ino)});
     }
-    if (in.bad()) return errno_error("read", maps);
     return out;
 }
 

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "core/ProcMaps.hpp"
 #include "core/Fd.hpp"
 #include "symbols/TextFields.hpp"
 
@@ -71,22 +72,9 @@ ProcessMaps ProcessMaps::parse(std::string_view text) {
 }
 
 Result<ProcessMaps> ProcessMaps::read(int pid) {
-    const std::string path = fmt::format("/proc/{}/maps", pid);
-    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) return errno_error("open", path);
-    // The kernel generates the text as it is read; read it whole before parsing.
-    std::string text;
-    char buf[16384];
-    for (;;) {
-        const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return errno_error("read", path);
-        }
-        if (n == 0) break;
-        text.append(buf, size_t(n));
-    }
-    ProcessMaps maps = parse(text);
+    auto text = read_proc_maps(pid);
+    if (!text) return text.error();
+    ProcessMaps maps = parse(*text);
     maps.pid_ = pid;
     return maps;
 }
