@@ -5,7 +5,8 @@
 #   the plain build (-O2, -Werror, the benchmarks too) and its unit suite; memtrack and the unit
 #   suite built again with ASan+UBSan in build-address-undefined/ (scripts/build.sh: -O1, only
 #   what the suites need) and that unit suite; the root suite once, its plain test_root driving
-#   the sanitized memtrack; then the fuzz targets (MEMTRACK_FUZZ_SECONDS each, 0 to skip).
+#   the sanitized memtrack; 3 runs of the lifecycle stress (scripts/flood.sh --lifecycle); then the
+#   fuzz targets (MEMTRACK_FUZZ_SECONDS each, 0 to skip).
 # MEMTRACK_SANITIZE=LIST picks other sanitizers for that run, MEMTRACK_SANITIZE=none leaves them
 # out (both suites plain).
 #   scripts/test.sh [meson test arguments, e.g. --suite unit]   the plain build, those tests
@@ -61,6 +62,11 @@ if [[ -n "${CI_RUN:-}" ]]; then
     suites -C "$SAN_DIR" --suite unit "${SAN_TEST[@]}"
     # The root suite is a black box around $MEMTRACK_BIN: its own code and the fixtures stay plain.
     suites -C build --suite root "${SAN_TEST[@]}" --wrapper "env MEMTRACK_BIN=$ROOT/$SAN_DIR/memtrack"
+    # The lifecycle stress, short (scripts/flood.sh --lifecycle runs 100): 3 runs of the lifecycle
+    # cases under a small ring beside a busy loop.
+    if [[ $EUID -eq 0 ]]; then
+        "$ROOT/scripts/flood.sh" --lifecycle -R 3 || status=1
+    fi
 else
     suites -C build "$@"
 fi
