@@ -1331,7 +1331,7 @@ std::string comm_of(pid_t pid) {
 
 }  // namespace
 
-TEST_CASE("control: attach refuses memtrack, memtrack-guard, memtrack's ancestors and thread ids; memtrack goes on") {
+TEST_CASE("control: attach refuses memtrack, memtrack-guard, memtrack's ancestors, thread ids and kernel threads; memtrack goes on") {
     ROOT_SUITE_GUARD();
     TempDir dir;
     Processes procs;
@@ -1353,7 +1353,10 @@ TEST_CASE("control: attach refuses memtrack, memtrack-guard, memtrack's ancestor
 
     const std::vector<std::pair<pid_t, std::string>> refused = {
         {mt.pid, "memtrack itself"}, {guard, "memtrack-guard"}, {::getpid(), "an ancestor of memtrack"},
-        {1, "an ancestor of memtrack"}, {thread, "a thread of process " + std::to_string(mt.pid)}};
+        {1, "an ancestor of memtrack"}, {thread, "a thread of process " + std::to_string(mt.pid)},
+        {2, "a kernel thread"}};
+    // The test's own setup: pid 2 is kthreadd here (not in a pid namespace of our own).
+    REQUIRE(comm_of(2) == "kthreadd");
     for (const auto& [pid, why] : refused) {
         CAPTURE(pid);
         CtlResult r = ctl(sock, "attach", pid);
