@@ -223,6 +223,8 @@ int run_track(const TrackOptions& opt_in) {
         return err == ENOENT ? 127 : 126;
     }
     if (opt.summary) report::print_track_summary(artifact_path);
+    // After the summary, so that its last line says the summary is not the command's whole run.
+    if (!run->cut_short().empty()) log::warn("{}", run->cut_short());
     return status;
 }
 
