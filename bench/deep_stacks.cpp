@@ -19,26 +19,13 @@
 #include "format/ArtifactEncoder.hpp"
 #include "format/StacksFile.hpp"
 #include "format/ZstdFileWriter.hpp"
+#include "GeneratedFiles.hpp"
 
 using namespace memtrack;
+using memtrack::bench::check;
+using memtrack::bench::write_some;
 
 namespace {
-
-void check(const Result<void>& r) {
-    if (!r) {
-        fmt::print(stderr, "deep_stacks: {}\n", r.error().message());
-        std::exit(1);
-    }
-}
-
-ZstdFileWriter open(const std::string& path) {
-    auto w = ZstdFileWriter::create(path);
-    if (!w) {
-        fmt::print(stderr, "deep_stacks: {}\n", w.error().message());
-        std::exit(1);
-    }
-    return std::move(w).value();
-}
 
 Frame frame(uint64_t fn) {
     return Frame{0x400000 + fn * 64, "/bench/deep", "0123abcd", fmt::format("deep_function_{}", fn), "/bench/deep.cpp",
@@ -63,20 +50,17 @@ int main(int argc, char** argv) {
     std::vector<Frame> frames;
     for (uint64_t d = 0; d < depth; ++d) frames.push_back(frame(1000000 + d));  // innermost first
 
-    ZstdFileWriter stacks = open(prefix + ".MemtrackStacks.msgpack");
+    ZstdFileWriter stacks = bench::open_or_exit("deep_stacks", prefix + ".MemtrackStacks.msgpack");
     std::string buf;
     for (uint64_t s = 0; s < n; ++s) {
         if (leaf) frames[0] = frame(s);
         encode_stack(s + 1, 1000, frames, buf);
-        if (buf.size() > (1 << 20)) {
-            check(stacks.write(buf));
-            buf.clear();
-        }
+        write_some("deep_stacks", stacks, buf);
     }
-    check(stacks.write(buf));
-    check(stacks.finish());
+    write_some("deep_stacks", stacks, buf, true);
+    check("deep_stacks", stacks.finish());
 
-    ZstdFileWriter artifact = open(prefix + ".MemtrackArtifact.msgpack");
+    ZstdFileWriter artifact = bench::open_or_exit("deep_stacks", prefix + ".MemtrackArtifact.msgpack");
     buf.clear();
     for (uint64_t s = 0; s < n; ++s) {
         Event e;
@@ -88,12 +72,9 @@ int main(int argc, char** argv) {
         e.addr = 0x10000 + s * 64;
         e.stack_hash = s + 1;
         encode_event(e, buf);
-        if (buf.size() > (1 << 20)) {
-            check(artifact.write(buf));
-            buf.clear();
-        }
+        write_some("deep_stacks", artifact, buf);
     }
-    check(artifact.write(buf));
-    check(artifact.finish());
+    write_some("deep_stacks", artifact, buf, true);
+    check("deep_stacks", artifact.finish());
     return 0;
 }
