@@ -125,9 +125,9 @@ int run_track(const TrackOptions& opt_in) {
     // The socket first: a client may connect while the slow start-up below runs.
     asio::io_context io;
     std::unique_ptr<Control> control;
-    if (!opt.socket.empty()) control = value_or_throw(Control::bind(
-                                   io, opt.socket,
-                                   std::chrono::milliseconds(int64_t(opt.control_idle_timeout * 1000))));
+    if (!opt.socket.empty())
+        control = value_or_throw(
+            Control::bind(io, opt.socket, std::chrono::milliseconds(int64_t(opt.control_idle_timeout * 1000))));
 
     // The unwind table cache before the command exists: a --cache-dir that cannot be used ends
     // the run here, with nothing started.

@@ -299,10 +299,12 @@ private:
             signalled_status = wait_with_timeout(std::chrono::seconds(10));
             shutdown_counters_.cut_short_by_signal.set(uint64_t(signal_));
             shutdown_counters_.command_running_at_exit.set(!signalled_status.has_value());
+            const char* abbrev = sigabbrev_np(signal_);
             cut_short_ = fmt::format(
-                "recording cut short by {}: {}", sigabbrev_np(signal_) ? fmt::format("SIG{}", sigabbrev_np(signal_)) : std::to_string(signal_),
-                signalled_status ? "what the command did after it is not recorded"
-                                 : fmt::format("the command (pid {}) ignored it and runs on, no longer recorded", child_.pid()));
+                "recording cut short by {}: {}", abbrev ? fmt::format("SIG{}", abbrev) : std::to_string(signal_),
+                signalled_status
+                    ? "what the command did after it is not recorded"
+                    : fmt::format("the command (pid {}) ignored it and runs on, no longer recorded", child_.pid()));
         }
         auto stats = live_stats();
         bool stats_failed = false;

@@ -41,8 +41,8 @@ void discard_input(ControlSocket& s) {
 
 ControlConnection::ControlConnection(ControlSocket socket, std::shared_ptr<ControlShared> shared,
                                      std::function<void()> on_closed, uint64_t id)
-    : socket_(std::move(socket)), strand_(socket_.get_executor()), grace_timer_(strand_), idle_timer_(strand_), shared_(std::move(shared)),
-      on_closed_(std::move(on_closed)), id_(id) {}
+    : socket_(std::move(socket)), strand_(socket_.get_executor()), grace_timer_(strand_), idle_timer_(strand_),
+      shared_(std::move(shared)), on_closed_(std::move(on_closed)), id_(id) {}
 
 void ControlConnection::start() {
     asio::post(strand_, [self = shared_from_this()] {
@@ -65,7 +65,8 @@ void ControlConnection::on_idle_check() {
     if (closed_ || stopping_) return;
     const auto timeout = shared_->idle_timeout;
     const auto quiet = std::chrono::steady_clock::now() - last_activity_;
-    if (!slots_.empty() || !out_.empty() || quiet < timeout) return arm_idle(slots_.empty() && out_.empty() ? timeout - quiet : timeout);
+    if (!slots_.empty() || !out_.empty() || quiet < timeout)
+        return arm_idle(slots_.empty() && out_.empty() ? timeout - quiet : timeout);
     log::info("control: client {} idle for {} ms; closing it", id_, timeout.count());
     close();
 }

@@ -78,7 +78,8 @@ Result<OutputDir> OutputDir::open(const std::string& path, bool create) {
 Result<OutputDir> OutputDir::open_private(const std::string& path) {
     auto fd = open_private_dir(path, true);
     if (!fd) return fd.error();
-    if (::faccessat(fd->get(), ".", W_OK | X_OK, AT_EACCESS) != 0) return Error{"cache folder", path, errno, "not writable"};
+    if (::faccessat(fd->get(), ".", W_OK | X_OK, AT_EACCESS) != 0)
+        return Error{"cache folder", path, errno, "not writable"};
     return OutputDir(path, std::move(fd).value(), false);
 }
 

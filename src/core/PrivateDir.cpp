@@ -63,7 +63,8 @@ Result<Fd> open_private_dir(const std::string& path, bool create) {
             struct stat link {}, parent {};
             if (::fstatat(cur.get(), name.c_str(), &link, AT_SYMLINK_NOFOLLOW) != 0) return errno_error(op, here);
             if (!S_ISLNK(link.st_mode)) return Error{op, here, ENOTDIR, {}};
-            if (::fstat(cur.get(), &parent) != 0) return errno_error(op, walked.empty() ? "/" : walked);
+            if (::fstat(cur.get(), &parent) != 0)
+                return errno_error(op, walked.empty() ? "/" : walked);
             if (!written_by_us_alone(parent))
                 return Error{op, path, 0,
                              fmt::format("{} is a symbolic link in a folder others can write (owner uid {}, mode {:04o}); "
