@@ -20,8 +20,11 @@
 #include "format/ArtifactEncoder.hpp"
 #include "format/StacksFile.hpp"
 #include "format/ZstdFileWriter.hpp"
+#include "GeneratedFiles.hpp"
 
 using namespace memtrack;
+using memtrack::bench::check;
+using memtrack::bench::write_some;
 
 namespace {
 
@@ -41,22 +44,6 @@ struct Live {
     uint64_t addr;
 };
 
-void check(const Result<void>& r) {
-    if (!r) {
-        fmt::print(stderr, "report_artifact: {}\n", r.error().message());
-        std::exit(1);
-    }
-}
-
-ZstdFileWriter open(const std::string& path) {
-    auto w = ZstdFileWriter::create(path);
-    if (!w) {
-        fmt::print(stderr, "report_artifact: {}\n", w.error().message());
-        std::exit(1);
-    }
-    return std::move(w).value();
-}
-
 uint64_t stack_hash(uint64_t site) { return (site + 1) * 0x100000001b3ull; }
 
 }  // namespace
@@ -72,7 +59,7 @@ int main(int argc, char** argv) {
     constexpr int kProcesses = 4, kThreads = 4, kDepth = 16;
     constexpr size_t kTargetLive = 100000;
 
-    ZstdFileWriter stacks = open(prefix + ".MemtrackStacks.msgpack");
+    ZstdFileWriter stacks = bench::open_or_exit("report_artifact", prefix + ".MemtrackStacks.msgpack");
     std::string buf;
     for (uint64_t s = 0; s < sites; ++s) {
         std::vector<Frame> frames;
@@ -84,15 +71,12 @@ int main(int argc, char** argv) {
         }
         std::reverse(frames.begin(), frames.end());  // innermost first
         encode_stack(stack_hash(s), 1000, frames, buf);
-        if (buf.size() > (1 << 20)) {
-            check(stacks.write(buf));
-            buf.clear();
-        }
+        write_some("report_artifact", stacks, buf);
     }
-    check(stacks.write(buf));
-    check(stacks.finish());
+    write_some("report_artifact", stacks, buf, true);
+    check("report_artifact", stacks.finish());
 
-    ZstdFileWriter artifact = open(prefix + ".MemtrackArtifact.msgpack");
+    ZstdFileWriter artifact = bench::open_or_exit("report_artifact", prefix + ".MemtrackArtifact.msgpack");
     buf.clear();
     Rng rng;
     std::vector<Live> live;
@@ -131,13 +115,10 @@ int main(int argc, char** argv) {
             live.pop_back();
         }
         encode_event(e, buf);
-        if (buf.size() > (1 << 20)) {
-            check(artifact.write(buf));
-            buf.clear();
-        }
+        write_some("report_artifact", artifact, buf);
     }
-    check(artifact.write(buf));
-    check(artifact.finish());
+    write_some("report_artifact", artifact, buf, true);
+    check("report_artifact", artifact.finish());
     fmt::print("{} events, {} stacks, {} blocks live at the end; artifact {} bytes ({} raw)\n", n, sites, live.size(),
                artifact.compressed_bytes(), artifact.raw_bytes());
     return 0;

@@ -48,6 +48,9 @@ int main(int argc, char** argv) {
     t->add_flag("--start-disabled", track.start_disabled, "start with recording off (enable it over --socket)");
     t->add_option("--stats", track.stats_file, "write run statistics as JSON to FILE at exit (or MEMTRACK_STATS)");
     t->add_option("--socket", track.socket, "control socket path (docs/PROTOCOL.md)");
+    t->add_option("--control-idle-timeout", track.control_idle_timeout,
+                  "close a control client idle this many seconds (default 60; 0: never)")
+        ->check(CLI::Range(0.0, 86400.0));
     t->add_option("--ring-size", ring_size, "ring buffer bytes, a power of two (default 64M)");
     t->add_option("--chunk-records", track.chunk_records, "records read per consumer turn (default 1024)");
     t->add_option("--stop-fill", track.stop_fill, "ring fill that pauses a producer (default 0.75)");

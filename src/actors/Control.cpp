@@ -145,7 +145,8 @@ struct Control::Impl {
     std::atomic<bool> stopped{false};
 };
 
-Result<std::unique_ptr<Control>> Control::bind(asio::io_context& io, const std::string& path) {
+Result<std::unique_ptr<Control>> Control::bind(asio::io_context& io, const std::string& path,
+                                               std::chrono::milliseconds idle_timeout) {
     const std::string op = "control socket";
     if (path.empty()) return Error{op, path, EINVAL, "empty path"};
     if (path.size() >= sizeof(sockaddr_un::sun_path)) {
@@ -169,6 +170,7 @@ Result<std::unique_ptr<Control>> Control::bind(asio::io_context& io, const std::
 
     auto impl = std::make_unique<Impl>();
     impl->shared = std::make_shared<ControlShared>();
+    impl->shared->idle_timeout = idle_timeout;
     impl->listener = std::make_shared<Listener>(io, impl->shared);
     std::error_code fs_ec;
     const auto absolute = std::filesystem::absolute(path, fs_ec);  // stop() must not depend on the cwd

@@ -137,6 +137,8 @@ boost::json::object stats_json(const RunCounters& c) {
         {"stack_max_fill_bytes", k.stacks_max_fill_bytes},
         {"stop_bytes", k.stop_bytes},
         {"stopped_at_exit", c.shutdown.stopped_at_exit.get()},
+        {"cut_short_by_signal", c.shutdown.cut_short_by_signal.get()},
+        {"command_running_at_exit", c.shutdown.command_running_at_exit.get()},
         {"stop_to_resume_ms", ms_summary(pauses.stop_to_resume_ns)},
         {"paused_s", paused_s},
         {"paused_fraction", lifetime_ns ? paused_s / (double(lifetime_ns) / 1e9) : 0.0},

@@ -43,6 +43,10 @@ struct KernelCounters {
 // let them go.
 struct ShutdownCounters {
     Counter stopped_at_exit;  // written once the io_context has stopped
+    // A signal (SIGINT, SIGTERM, SIGHUP) ended the recording before the command ended: its
+    // number, and 1 when the command ignored it and still ran as memtrack exited.
+    Counter cut_short_by_signal;
+    Counter command_running_at_exit;
 };
 
 // Every source of the report, as copied at one moment.

@@ -55,12 +55,20 @@ void Writer::write_batch(const RecordBatch& b) {
         if (auto r = artifact_.write({begin, size_t(end - begin)}); !r) {
             fail(r.error());
             lose_unwritten();
+            return;
         }
+    }
+    // Every kCreditEvery bytes, the stream is flushed so that what the stats call written is
+    // what the file holds, give or take that much: a disk that fills later leaves stats that
+    // say how much of the file can be read, not `written 0`.
+    if (artifact_.raw_bytes() - credited_raw_ >= kCreditEvery) {
+        if (auto r = flush_file(); !r) fail(r.error());
     }
 }
 
 Result<void> Writer::flush_file() {
     auto r = artifact_.flush();
+    credited_raw_ = artifact_.raw_bytes();
     if (r) credit_written();
     else lose_unwritten();
     return r;

@@ -6,7 +6,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include <boost/json/array.hpp>
@@ -19,6 +18,7 @@
 #include "format/JsonLines.hpp"
 #include "format/StacksFile.hpp"
 #include "format/Summary.hpp"
+#include "report/StackTable.hpp"
 
 namespace memtrack {
 namespace {
@@ -71,10 +71,12 @@ boost::json::object stack_to_json(uint64_t hash, int32_t pid, const std::vector<
 }
 
 // --resolve: what a reader of an event's stack wants, and no more.
-boost::json::array frames_to_json(const std::vector<Frame>& frames) {
+boost::json::array frames_to_json(const report::StackFrames* frames) {
     boost::json::array list;
-    list.reserve(frames.size());
-    for (const Frame& f : frames) {
+    if (!frames) return list;
+    list.reserve(frames->size());
+    for (const Frame* frame : *frames) {
+        const Frame& f = *frame;
         boost::json::object o;
         o["function"] = js(f.function);
         o["module"] = js(f.module);
@@ -98,25 +100,25 @@ int dump_stacks(const std::string& path) {
 int dump_resolved(const DumpOptions& opts) {
     std::vector<Failure> failures;
     // Stacks first: each appears once, and events refer to them by hash from anywhere in the file.
-    std::unordered_map<uint64_t, std::vector<Frame>> stacks;
+    // Held interned (report::StackTable), so memory follows the distinct frames, not the file's repeats.
+    report::StackTable stacks;
     const std::string stacks_path = opts.stacks_file.empty() ? stacks_path_for(opts.file) : opts.stacks_file;
     if (stacks_path.empty()) {
         failures.push_back({opts.file,
                             "cannot name its stacks file: the artifact is not called "
                             "<prefix>.MemtrackArtifact.msgpack (name the stacks file with --stacks)"});
     } else {
-        auto read = read_stacks(stacks_path, [&](uint64_t hash, int32_t, std::vector<Frame>&& frames) {
-            stacks[hash] = std::move(frames);  // a hash written twice: the later one wins
-        });
-        if (!read) failures.push_back({stacks_path, read.error().message()});
+        auto read = report::StackTable::load(stacks_path);
+        if (read)
+            stacks = std::move(read).value();
+        else
+            failures.push_back({stacks_path, read.error().message()});
     }
 
-    const std::vector<Frame> none;
     std::string line;
     auto result = read_artifact(opts.file, [&](const Event& e) {
         boost::json::object o = event_to_json_object(e);
-        const auto it = e.stack_hash != 0 ? stacks.find(e.stack_hash) : stacks.end();
-        o["frames"] = frames_to_json(it != stacks.end() ? it->second : none);
+        o["frames"] = frames_to_json(e.stack_hash != 0 ? stacks.find(e.stack_hash) : nullptr);
         print_line(o, line);
     });
     if (!result) failures.push_back({opts.file, result.error().message()});

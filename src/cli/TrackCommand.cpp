@@ -125,7 +125,9 @@ int run_track(const TrackOptions& opt_in) {
     // The socket first: a client may connect while the slow start-up below runs.
     asio::io_context io;
     std::unique_ptr<Control> control;
-    if (!opt.socket.empty()) control = value_or_throw(Control::bind(io, opt.socket));
+    if (!opt.socket.empty())
+        control = value_or_throw(
+            Control::bind(io, opt.socket, std::chrono::milliseconds(int64_t(opt.control_idle_timeout * 1000))));
 
     // The unwind table cache before the command exists: a --cache-dir that cannot be used ends
     // the run here, with nothing started.
@@ -221,6 +223,8 @@ int run_track(const TrackOptions& opt_in) {
         return err == ENOENT ? 127 : 126;
     }
     if (opt.summary) report::print_track_summary(artifact_path);
+    // After the summary, so that its last line says the summary is not the command's whole run.
+    if (!run->cut_short().empty()) log::warn("{}", run->cut_short());
     return status;
 }
 

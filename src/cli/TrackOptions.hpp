@@ -12,6 +12,7 @@ struct TrackOptions {
     bool start_disabled = false;
     std::string stats_file;  // also MEMTRACK_STATS
     std::string socket;
+    double control_idle_timeout = 60;  // seconds a control client may stay idle; 0: forever
     std::vector<std::string> command;
     uint64_t ring_size = 64ull << 20;
     size_t chunk_records = 1024;

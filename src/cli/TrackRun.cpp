@@ -118,6 +118,7 @@ public:
     }
 
     bool exec_failed() const { return exec_error_ != 0; }
+    const std::string& cut_short() const { return cut_short_; }
     int exec_error() const { return exec_error_; }
 
 private:
@@ -291,6 +292,20 @@ private:
     int finish() {
         // A last resume pass: nothing may stay stopped, whatever happened above.
         pressure_resume_remaining();
+        // The command's end first, so the stats can say whether a signal cut the recording short.
+        std::optional<int> signalled_status;
+        if (reason_ == Reason::Signal) {
+            ::kill(child_.pid(), signal_);
+            signalled_status = wait_with_timeout(std::chrono::seconds(10));
+            shutdown_counters_.cut_short_by_signal.set(uint64_t(signal_));
+            shutdown_counters_.command_running_at_exit.set(!signalled_status.has_value());
+            const char* abbrev = sigabbrev_np(signal_);
+            cut_short_ = fmt::format(
+                "recording cut short by {}: {}", abbrev ? fmt::format("SIG{}", abbrev) : std::to_string(signal_),
+                signalled_status
+                    ? "what the command did after it is not recorded"
+                    : fmt::format("the command (pid {}) ignored it and runs on, no longer recorded", child_.pid()));
+        }
         auto stats = live_stats();
         bool stats_failed = false;
         if (!opt_.stats_file.empty()) {
@@ -307,8 +322,10 @@ private:
         case Reason::ExecFailed: status = child_.wait_exit_status(); break;
         case Reason::ClientShutdown: status = 0; break;
         case Reason::Signal:
-            ::kill(child_.pid(), signal_);
-            status = wait_with_timeout(std::chrono::seconds(10)).value_or(128 + signal_);
+            // Non-zero even when the command exits 0 after handling the signal: the recording
+            // did not see its end.
+            status = signalled_status.value_or(128 + signal_);
+            if (status == 0) status = 128 + signal_;
             break;
         }
         if (write_error_) {
@@ -382,6 +399,7 @@ private:
     Reason reason_ = Reason::CommandExited;
     int signal_ = 0;
     int exec_error_ = 0;
+    std::string cut_short_;  // finish(): why the recording ended before the command did; empty when it did not
     uint64_t released_ns_ = 0;  // when the command was let go to exec, for -v timings
     std::mutex error_mu_;
     std::optional<Error> write_error_;
@@ -399,5 +417,6 @@ int TrackRun::run() { return impl_->run(); }
 void TrackRun::close_process_probes() { impl_->close_process_probes(); }
 bool TrackRun::exec_failed() const { return impl_->exec_failed(); }
 int TrackRun::exec_error() const { return impl_->exec_error(); }
+const std::string& TrackRun::cut_short() const { return impl_->cut_short(); }
 
 }  // namespace memtrack

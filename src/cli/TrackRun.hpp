@@ -5,6 +5,7 @@
 // `memtrack track`'s start-up (TrackCommand.cpp) makes what it needs, then hands it over here.
 #include <memory>
 #include <optional>
+#include <string>
 
 #include <boost/asio/io_context.hpp>
 
@@ -36,6 +37,9 @@ public:
     void close_process_probes();
     bool exec_failed() const;
     int exec_error() const;
+    // After run(): one line saying that a signal ended the recording before the command ended,
+    // and whether the command still runs; empty when the recording saw the command's end.
+    const std::string& cut_short() const;
 
 private:
     class Impl;

@@ -41,11 +41,34 @@ void discard_input(ControlSocket& s) {
 
 ControlConnection::ControlConnection(ControlSocket socket, std::shared_ptr<ControlShared> shared,
                                      std::function<void()> on_closed, uint64_t id)
-    : socket_(std::move(socket)), strand_(socket_.get_executor()), grace_timer_(strand_), shared_(std::move(shared)),
-      on_closed_(std::move(on_closed)), id_(id) {}
+    : socket_(std::move(socket)), strand_(socket_.get_executor()), grace_timer_(strand_), idle_timer_(strand_),
+      shared_(std::move(shared)), on_closed_(std::move(on_closed)), id_(id) {}
 
 void ControlConnection::start() {
-    asio::post(strand_, [self = shared_from_this()] { self->read_next(); });
+    asio::post(strand_, [self = shared_from_this()] {
+        self->last_activity_ = std::chrono::steady_clock::now();
+        if (self->shared_->idle_timeout.count() > 0) self->arm_idle(self->shared_->idle_timeout);
+        self->read_next();
+    });
+}
+
+void ControlConnection::arm_idle(std::chrono::steady_clock::duration after) {
+    idle_timer_.expires_after(after);
+    idle_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+        if (!ec) self->on_idle_check();
+    });
+}
+
+// Idle: nothing received and nothing sent for idle_timeout, and no request in progress (a
+// client waiting for a long `drain` is not idle).
+void ControlConnection::on_idle_check() {
+    if (closed_ || stopping_) return;
+    const auto timeout = shared_->idle_timeout;
+    const auto quiet = std::chrono::steady_clock::now() - last_activity_;
+    if (!slots_.empty() || !out_.empty() || quiet < timeout)
+        return arm_idle(slots_.empty() && out_.empty() ? timeout - quiet : timeout);
+    log::info("control: client {} idle for {} ms; closing it", id_, timeout.count());
+    close();
 }
 
 void ControlConnection::stop() {
@@ -89,6 +112,7 @@ void ControlConnection::read_next() {
 void ControlConnection::on_read(boost::system::error_code ec, size_t n) {
     socket_read_pending_ = false;
     if (!ec) framer_.commit(n);
+    if (!ec && n > 0) last_activity_ = std::chrono::steady_clock::now();
     if (stopping_ && !closed_) {
         // The read on_stop() cancelled, or one that had its bytes already.
         reading_ = false;
@@ -228,6 +252,7 @@ void ControlConnection::on_written(boost::system::error_code ec) {
         out_bytes_ -= out_.front().size();
         out_.pop_front();
     }
+    last_activity_ = std::chrono::steady_clock::now();
     write_next();
     finish_if_done();
 }
@@ -283,6 +308,7 @@ void ControlConnection::close() {
     closed_ = true;
     boost::system::error_code ec;
     grace_timer_.cancel();
+    idle_timer_.cancel();
     discard_input(socket_);
     socket_.shutdown(ControlSocket::shutdown_both, ec);
     socket_.close(ec);  // pending operations end with operation_aborted

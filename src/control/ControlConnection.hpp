@@ -3,6 +3,7 @@
 // and its output queue (with the limits docs/PROTOCOL.md promises for them).
 // Accepts: start(), stop(), reply(seq, answer) from any thread; request lines from its client.
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -31,6 +32,9 @@ struct ControlShared {
     std::mutex mu;
     std::shared_ptr<const ControlHandlers> handlers = std::make_shared<const ControlHandlers>();
     std::atomic<bool> stopped{false};
+    // A connection with no request in progress that sends nothing for this long is closed, so
+    // that idle clients cannot hold every slot (docs/PROTOCOL.md); 0: never. Set before start.
+    std::chrono::milliseconds idle_timeout{0};
 
     std::shared_ptr<const ControlHandlers> snapshot() {
         std::lock_guard lock(mu);
@@ -79,11 +83,14 @@ private:
     void on_stop();
     void answer_sent_before_stop();
     void close();
+    void arm_idle(std::chrono::steady_clock::duration after);
+    void on_idle_check();
     bool stopped() const { return shared_->stopped.load(); }
 
     ControlSocket socket_;
     Strand strand_;
     boost::asio::steady_timer grace_timer_;
+    boost::asio::steady_timer idle_timer_;
     std::shared_ptr<ControlShared> shared_;
     std::function<void()> on_closed_;
     const uint64_t id_;
@@ -100,6 +107,7 @@ private:
     bool read_done_ = false;  // EOF, or a line too long: no more requests from this client
     bool stopping_ = false;   // stop(): send what is queued, then close
     bool closed_ = false;
+    std::chrono::steady_clock::time_point last_activity_{};  // a byte received or a reply sent
 };
 
 }  // namespace memtrack

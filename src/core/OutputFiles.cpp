@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "core/PrivateDir.hpp"
+
 namespace memtrack {
 namespace {
 
@@ -71,6 +73,14 @@ Result<OutputDir> OutputDir::open(const std::string& path, bool create) {
                                  st.st_uid, st.st_mode & 07777)};
     if (::faccessat(fd.get(), ".", W_OK | X_OK, AT_EACCESS) != 0) return Error{op, path, errno, "not writable"};
     return OutputDir(path, std::move(fd), others_write);
+}
+
+Result<OutputDir> OutputDir::open_private(const std::string& path) {
+    auto fd = open_private_dir(path, true);
+    if (!fd) return fd.error();
+    if (::faccessat(fd->get(), ".", W_OK | X_OK, AT_EACCESS) != 0)
+        return Error{"cache folder", path, errno, "not writable"};
+    return OutputDir(path, std::move(fd).value(), false);
 }
 
 Result<Fd> OutputDir::create(std::string_view name_view) const {

@@ -28,6 +28,9 @@ public:
     // Opens `path` (creating it and its parents when `create`), and refuses it when someone other
     // than us can write it (not our own, or group/other-writable) unless it is sticky.
     static Result<OutputDir> open(const std::string& path, bool create);
+    // A folder of our own alone, created (0700) when missing: open_private_dir's walk and checks
+    // (core/PrivateDir.hpp). Never shared.
+    static Result<OutputDir> open_private(const std::string& path);
 
     // Opens `name` for writing: creates it (mode 0644) with O_EXCL | O_NOFOLLOW; a name that
     // exists is reused only when it is not a symbolic link, is a regular file, FIFO or character

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <optional>
 #include <string>
 
@@ -23,6 +25,21 @@ std::optional<pid_t> status_field(pid_t pid, const std::string& key) {
     return std::nullopt;
 }
 
+// Whether `pid` is a kernel thread: PF_KTHREAD in the flags of /proc/PID/stat (its ninth field).
+// It has no user memory: nothing to probe, and pausing kthreadd would stop every new kernel thread.
+bool kernel_thread(pid_t pid) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const size_t paren = stat.rfind(')');  // the command name may hold spaces and ')'
+    if (paren == std::string::npos) return false;
+    std::istringstream fields(stat.substr(paren + 1));
+    std::string skip;
+    unsigned long flags = 0;
+    for (int i = 0; i < 6; ++i) fields >> skip;  // state ppid pgrp session tty_nr tpgid
+    constexpr unsigned long kPfKthread = 0x00200000;  // include/linux/sched.h
+    return (fields >> flags) && (flags & kPfKthread) != 0;
+}
+
 }  // namespace
 
 Result<void> check_attachable(pid_t pid, pid_t guard) {
@@ -30,6 +47,7 @@ Result<void> check_attachable(pid_t pid, pid_t guard) {
     const auto tgid = status_field(pid, "Tgid:");
     if (!tgid) return Error{"attach", name, ESRCH, {}};
     if (*tgid != pid) return Error{"attach", name, 0, "a thread of process " + std::to_string(*tgid) + ": attach that"};
+    if (kernel_thread(pid)) return Error{"attach", name, 0, "a kernel thread: it makes no user-space allocations"};
     if (pid == ::getpid()) return Error{"attach", name, 0, "memtrack itself"};
     if (pid == guard) return Error{"attach", name, 0, "memtrack-guard, which resumes what memtrack paused"};
     // memtrack's ancestors, up to the first process of its pid namespace (whose parent is 0).

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "format/StacksFile.hpp"
+#include "report/StackTable.hpp"
 
 namespace memtrack::report {
 
@@ -30,7 +31,7 @@ public:
     bool after_window(uint64_t since_start_ns) const { return opt_.to_ns && since_start_ns > *opt_.to_ns; }
     // --focus and --ignore look at every frame's function, file and module. `frames` is null for
     // an allocation without a known stack: --focus drops it, --ignore keeps it.
-    bool accepts_stack(const std::vector<Frame>* frames) const;
+    bool accepts_stack(const StackFrames* frames) const;
 
 private:
     FilterOptions opt_;

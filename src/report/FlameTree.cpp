@@ -44,7 +44,7 @@ FlameNode flame_tree(const Analysis& a, Cost c) {
             continue;
         }
         for (auto it = s.frames->rbegin(); it != s.frames->rend(); ++it) {
-            node = &node->children[frame_name(*it)];
+            node = &node->children[frame_name(**it)];
             node->value += v;
         }
     }

@@ -22,7 +22,7 @@ std::string folded_stack(const Site& s) {
     std::string out;
     for (auto it = s.frames->rbegin(); it != s.frames->rend(); ++it) {
         if (!out.empty()) out += ';';
-        std::string name = frame_name(*it);
+        std::string name = frame_name(**it);
         std::replace(name.begin(), name.end(), ';', ':');
         out += name;
     }

@@ -78,7 +78,8 @@ json::object totals_json(const Analysis& a) {
 json::array frames_json(const Site& s) {
     json::array list;
     if (!s.frames) return list;
-    for (const Frame& f : *s.frames) {
+    for (const Frame* frame : *s.frames) {
+        const Frame& f = *frame;
         json::object o;
         o["function"] = js(f.function);
         o["file"] = js(f.file);

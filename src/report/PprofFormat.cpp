@@ -34,8 +34,8 @@ public:
     }
 
     // The location of one captured address: its frames (inlined first) share `ip`.
-    uint64_t location(const std::vector<Frame>& frames, size_t first, size_t last) {
-        const Frame& outer = frames[last - 1];
+    uint64_t location(const StackFrames& frames, size_t first, size_t last) {
+        const Frame& outer = *frames[last - 1];
         auto key = std::make_tuple(outer.ip, outer.module, outer.function);
         auto [it, fresh] = locations_.try_emplace(key, uint64_t(locations_.size() + 1));
         if (!fresh) return it->second;
@@ -45,8 +45,8 @@ public:
         loc->set_mapping_id(mapping(outer));
         for (size_t i = first; i < last; ++i) {
             pb::Line* line = loc->add_line();
-            line->set_function_id(function(frames[i]));
-            line->set_line(frames[i].line);
+            line->set_function_id(function(*frames[i]));
+            line->set_line(frames[i]->line);
         }
         return it->second;
     }
@@ -54,7 +54,7 @@ public:
     uint64_t unknown_location(const std::string& name) {
         Frame f;
         f.function = name;
-        return location({f}, 0, 1);
+        return location({&f}, 0, 1);
     }
 
     pb::Profile& profile() { return p_; }
@@ -140,12 +140,12 @@ std::string pprof_report(const Analysis& a, const OutputOptions& o) {
         if (s.calls == 0) continue;
         pb::Sample* sample = p.add_sample();
         if (s.frames && !s.frames->empty()) {
-            const std::vector<Frame>& f = *s.frames;
+            const StackFrames& f = *s.frames;
             // Frames of one captured address are consecutive and share its ip; the last of them
             // is the function containing the code, the others were inlined into it.
             size_t first = 0;
             for (size_t i = 0; i < f.size(); ++i) {
-                if (f[i].inlined && i + 1 < f.size() && f[i + 1].ip == f[i].ip) continue;
+                if (f[i]->inlined && i + 1 < f.size() && f[i + 1]->ip == f[i]->ip) continue;
                 sample->add_location_id(b.location(f, first, i + 1));
                 first = i + 1;
             }

@@ -5,16 +5,11 @@
 namespace memtrack::report {
 namespace {
 
-// What makes two stacks one site (Sites.hpp).
-std::string site_key(uint64_t hash, const std::vector<Frame>* frames) {
-    if (hash == 0) return "\x01no stack";
-    if (!frames) return "\x01missing";
-    std::string key;
-    for (const Frame& f : *frames) {
-        fmt::format_to(std::back_inserter(key), "{}\t{}\t{}\t{}\t{:d}\t{:x}\n", f.function, f.file, f.line, f.module,
-                       f.inlined, f.function.empty() ? f.ip : 0);
-    }
-    return key;
+// What makes two stacks one site (Sites.hpp): their symbolic id (StackTable::symbolic_id).
+uint64_t site_key(const StackTable& stacks, uint64_t hash, const StackFrames* frames) {
+    if (hash == 0) return UINT64_MAX;
+    if (!frames) return UINT64_MAX - 1;
+    return stacks.symbolic_id(frames);
 }
 
 }  // namespace
@@ -31,9 +26,9 @@ uint32_t SiteTable::site_for(uint64_t hash) {
     }
     // First sight of `hash`; `site` stays valid: nothing is inserted into index_ before it is set.
     *site = kIgnoredSite;
-    const std::vector<Frame>* frames = hash != 0 ? stacks_.find(hash) : nullptr;
+    const StackFrames* frames = hash != 0 ? stacks_.find(hash) : nullptr;
     if (!filter_.accepts_stack(frames)) return kIgnoredSite;
-    auto [same, new_site] = by_frames_.try_emplace(site_key(hash, frames), uint32_t(counters_.size()));
+    auto [same, new_site] = by_frames_.try_emplace(site_key(stacks_, hash, frames), uint32_t(counters_.size()));
     *site = same->second;
     if (!new_site) return *site;
     counters_.emplace_back().no_frames = frames == nullptr;

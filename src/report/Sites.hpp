@@ -35,7 +35,7 @@ struct Site {
     uint64_t temporary_calls = 0;  // blocks freed soon after they were made (TemporaryDetector)
     uint64_t temporary_bytes = 0;
     uint64_t hash = 0;                           // the first stack_hash seen of it; 0: without a stack
-    const std::vector<Frame>* frames = nullptr;  // innermost first; null when the stacks file lacks it
+    const StackFrames* frames = nullptr;  // innermost first; null when the stacks file lacks it
 };
 
 // Everything an event reads or writes of its site, in one cache line: with many sites the site
@@ -99,7 +99,7 @@ private:
     };
     struct Info {
         uint64_t hash = 0;
-        const std::vector<Frame>* frames = nullptr;
+        const StackFrames* frames = nullptr;
     };
 
     const StackTable& stacks_;
@@ -107,7 +107,7 @@ private:
     OpenTable<uint64_t, uint32_t, StackHashTraits> index_;  // by hash, except hash 0
     uint32_t no_stack_ = kIgnoredSite;  // the site of allocations without a stack, once seen
     bool no_stack_seen_ = false;
-    boost::unordered_flat_map<std::string, uint32_t> by_frames_;
+    boost::unordered_flat_map<uint64_t, uint32_t> by_frames_;  // by site_key (Sites.cpp)
     // On huge pages: events reach sites at random (HugePageAllocator.hpp).
     std::vector<SiteCounters, HugePageAllocator<SiteCounters>> counters_;
     std::vector<SitePeak> peaks_;

@@ -54,7 +54,7 @@ json::object profile(const Analysis& a, Cost c, FrameList& frames) {
         if (v == 0) continue;
         json::array stack;
         if (s.frames && !s.frames->empty())
-            for (auto it = s.frames->rbegin(); it != s.frames->rend(); ++it) stack.push_back(frames.index(*it));
+            for (auto it = s.frames->rbegin(); it != s.frames->rend(); ++it) stack.push_back(frames.index(**it));
         else
             stack.push_back(frames.index_of_name(unknown_stack_name(s)));
         samples.push_back(std::move(stack));

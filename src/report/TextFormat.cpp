@@ -32,7 +32,7 @@ void frames_text(const Site& s, const Style& st, std::string& out) {
     }
     const size_t n = std::min(s.frames->size(), kMaxFrames);
     for (size_t i = 0; i < n; ++i) {
-        const Frame& f = (*s.frames)[i];
+        const Frame& f = *(*s.frames)[i];
         out += "      ";
         out += st.function(frame_name(f));
         if (f.inlined) out += " [inlined]";

@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <filesystem>
+#include <regex>
 #include <vector>
 
 #include <fmt/format.h>
@@ -18,6 +18,7 @@
 #include <zstd.h>
 
 #include "symbols/ElfFile.hpp"
+#include "unwind/CfiTableCheck.hpp"
 
 namespace memtrack {
 namespace {
@@ -28,6 +29,16 @@ constexpr uint32_t kVersion = 1;
 constexpr std::string_view kSuffix = ".cfi";
 // No table is larger: the BPF rows array holds at most 1 << 26 rows of 8 bytes.
 constexpr size_t kMaxEntryBytes = size_t(1) << 30;
+// Nor is an entry larger than this for a file of `file_size` bytes: its rows start at distinct
+// pcs of the file's executable segments (cfi_table_fault), at most one per byte of them, and
+// what else it holds (ids, paths, segments) is small. A zstd frame claiming more is refused
+// before anything is allocated for it.
+uint64_t max_entry_bytes(uint64_t file_size) {
+    return std::min<uint64_t>(kMaxEntryBytes, 8 * file_size + (uint64_t(1) << 20));
+}
+// The names memtrack gives its entries and their stores in progress; prune() touches no other.
+const std::regex kEntryName("[0-9a-f]+-[0-9a-f]+\\.cfi");
+const std::regex kStoreName("\\.[0-9a-f]+-[0-9a-f]+\\.cfi\\.[0-9]+\\.tmp");
 
 // What a file's entry is valid for: the file as stat(2) describes it.
 struct FileStamp {
@@ -94,10 +105,14 @@ Result<std::string> read_all(const Fd& fd, const std::string& what) {
     return data;
 }
 
-Result<std::string> decompress(const std::string& frame, const std::string& what) {
+Result<std::string> decompress(const std::string& frame, const std::string& what, uint64_t file_size) {
     const unsigned long long size = ZSTD_getFrameContentSize(frame.data(), frame.size());
-    if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > kMaxEntryBytes)
+    if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN)
         return Error{"read", what, 0, "not a cache entry (zstd frame header)"};
+    if (size > max_entry_bytes(file_size))
+        return Error{"read", what, 0,
+                     fmt::format("rejected: its zstd frame claims {} bytes, more than any table of a {}-byte file",
+                                 size, file_size)};
     std::string out(size_t(size), '\0');
     const size_t n = ZSTD_decompress(out.data(), out.size(), frame.data(), frame.size());
     if (ZSTD_isError(n) || n != out.size())
@@ -137,13 +152,8 @@ Result<CfiTableCache> CfiTableCache::open(const std::string& dir) {
 Result<CfiTableCache> CfiTableCache::open(const std::string& dir, std::string builder_id) {
     const std::string op = "cache folder";
     if (dir.empty()) return Error{op, dir, EINVAL, "no folder named"};
-    std::error_code ec;
-    const std::filesystem::path parent = std::filesystem::path(dir).parent_path();
-    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-    if (ec) return Error{op, dir, ec.value(), "cannot create its parent"};
-    // Only we need to read what is in it.
-    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return errno_error("mkdir", dir);
-    auto out = OutputDir::open(dir, false);
+    // Ours alone: root writes entries there and prunes it, so no one else may choose what it is.
+    auto out = OutputDir::open_private(dir);
     if (!out) return out.error();
     return CfiTableCache(std::move(out).value(), std::move(builder_id));
 }
@@ -158,7 +168,7 @@ Result<std::optional<CfiTable>> CfiTableCache::find(const struct stat& st) const
     }
     auto frame = read_all(*fd, what);
     if (!frame) return frame.error();
-    auto data = decompress(*frame, what);
+    auto data = decompress(*frame, what, uint64_t(st.st_size));
     if (!data) return data.error();
 
     Entry e;
@@ -187,12 +197,15 @@ Result<std::optional<CfiTable>> CfiTableCache::find(const struct stat& st) const
     t.debug_frame_file = std::move(e.debug_frame_file);
     for (const Segment& s : e.segments) t.segments.push_back({s.vaddr, s.offset, s.filesz, s.memsz, s.executable});
     t.counts.rows = t.rows.size();
+    if (auto why = cfi_table_fault(t, uint64_t(st.st_size))) return Error{"read", what, 0, "rejected: " + *why};
     return std::optional<CfiTable>(std::move(t));
 }
 
 Result<void> CfiTableCache::store(const struct stat& st, const CfiTable& table) const {
     const std::string name = entry_name(st);
     const std::string what = dir_.path_of(name);
+    // What find() would refuse is not kept (built again each run instead, and said at -v).
+    if (auto why = cfi_table_fault(table, uint64_t(st.st_size))) return Error{"store", what, 0, "not kept: " + *why};
     Entry e;
     e.magic = kMagic;
     e.version = kVersion;
@@ -247,12 +260,12 @@ LoadedTable load_cfi_table(const std::string& path, const CfiTableCache* cache) 
         out.from_cache = true;
         return out;
     }
-    if (!cached) out.cache_errors.push_back(cached.error());
+    if (!cached) out.entry_error = cached.error();
     out.table = build_cfi_table(path);
     struct stat after {};
     if (!out.table || ::stat(path.c_str(), &after) != 0 || !CfiTableCache::same_file(before, after)) return out;
     if (auto r = cache->store(before, *out.table); !r)
-        out.cache_errors.push_back(r.error());
+        out.store_error = r.error();
     else
         out.stored = true;
     return out;
@@ -271,13 +284,18 @@ void CfiTableCache::prune() const {
     std::vector<std::pair<timespec, std::string>> entries;
     const time_t day_ago = ::time(nullptr) - 24 * 3600;
     while (const dirent* de = ::readdir(d)) {
-        const std::string_view n = de->d_name;
+        const std::string n = de->d_name;
         struct stat st {};
-        if (::fstatat(::dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+        // Only what memtrack wrote: regular files of ours under the names it gives.
+        if (::fstatat(::dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+            st.st_uid != ::geteuid())
+            continue;
         // What a store cut short left (store() writes under such names, then renames).
-        if (n.starts_with(".") && n.ends_with(".tmp") && st.st_mtim.tv_sec < day_ago) dir_.remove(n);
-        if (!n.ends_with(kSuffix) || n.starts_with(".")) continue;
-        entries.emplace_back(st.st_mtim, n);
+        if (std::regex_match(n, kStoreName)) {
+            if (st.st_mtim.tv_sec < day_ago) dir_.remove(n);
+            continue;
+        }
+        if (std::regex_match(n, kEntryName)) entries.emplace_back(st.st_mtim, n);
     }
     ::closedir(d);
     if (entries.size() <= kMaxEntries) return;

@@ -8,8 +8,11 @@
 // names (the same way, or still absent), and the memtrack binary that built it (its build-id:
 // a rebuilt memtrack may compile CFI differently). Anything else is a miss, and the table is
 // built and stored again. Entries are zstd frames with a checksum: a damaged one is a miss,
-// counted. The folder must be ours (OutputDir's checks); entries are read only when they are
-// regular files of ours that no one else can write.
+// counted. An entry is also checked for what it holds (cfi_table_fault: rows sorted, apart, inside
+// the object's code), and a zstd frame claiming more than such a table can be is refused before
+// anything is allocated. The folder must be ours alone (OutputDir::open_private: reached without
+// following a link others could plant, not writable by anyone else); entries are read only when
+// they are regular files of ours, and pruning removes only files of ours under entry names.
 #include <sys/stat.h>
 
 #include <cstdint>
@@ -63,7 +66,8 @@ struct LoadedTable {
     Result<CfiTable> table = Error{"build unwind table", {}, 0, "not loaded"};
     bool from_cache = false;  // read from the cache folder
     bool stored = false;      // built, and kept in the cache folder
-    std::vector<Error> cache_errors;  // an entry unreadable or damaged (then built), a store that failed
+    std::optional<Error> entry_error;  // the entry unreadable, damaged or rejected (then built and stored again)
+    std::optional<Error> store_error;  // the built table could not be kept
 };
 
 // The one route to an object's table: from `cache` when it holds it, else built (and kept there

@@ -52,8 +52,13 @@ std::shared_ptr<const UnwindTables::Object> UnwindTables::load(const std::string
     LoadedTable loaded = load_cfi_table(path, cache_.get());
     counters_.objects_cached += loaded.from_cache;
     counters_.objects_stored += loaded.stored;
-    counters_.cache_errors += loaded.cache_errors.size();
-    for (const Error& e : loaded.cache_errors) log::info("unwind: cache: {}", e.message());
+    counters_.cache_errors += loaded.entry_error.has_value() + loaded.store_error.has_value();
+    // A bad entry is said once: it is replaced by the table built now. A store that fails (a full
+    // disk) would fail for every object: said the first time, then only counted.
+    if (loaded.entry_error) log::warn("unwind: cache: {} (built again)", loaded.entry_error->message());
+    if (loaded.store_error && !store_warned_) log::warn("unwind: cache: {}", loaded.store_error->message());
+    else if (loaded.store_error) log::info("unwind: cache: {}", loaded.store_error->message());
+    store_warned_ = store_warned_ || loaded.store_error.has_value();
     Result<CfiTable>& table = loaded.table;
     auto o = std::make_shared<Object>();
     if (!table) {

@@ -68,6 +68,7 @@ private:
     mutable std::mutex published_mu_;
     UnwindCounters published_;  // counters_ as of the last describe(), for any thread
     bool full_warned_ = false;
+    bool store_warned_ = false;  // a failed cache store was said (the caller's strand)
 };
 
 }  // namespace memtrack

@@ -1331,7 +1331,7 @@ std::string comm_of(pid_t pid) {
 
 }  // namespace
 
-TEST_CASE("control: attach refuses memtrack, memtrack-guard, memtrack's ancestors and thread ids; memtrack goes on") {
+TEST_CASE("control: attach refuses memtrack, memtrack-guard, memtrack's ancestors, thread ids and kernel threads; memtrack goes on") {
     ROOT_SUITE_GUARD();
     TempDir dir;
     Processes procs;
@@ -1353,7 +1353,10 @@ TEST_CASE("control: attach refuses memtrack, memtrack-guard, memtrack's ancestor
 
     const std::vector<std::pair<pid_t, std::string>> refused = {
         {mt.pid, "memtrack itself"}, {guard, "memtrack-guard"}, {::getpid(), "an ancestor of memtrack"},
-        {1, "an ancestor of memtrack"}, {thread, "a thread of process " + std::to_string(mt.pid)}};
+        {1, "an ancestor of memtrack"}, {thread, "a thread of process " + std::to_string(mt.pid)},
+        {2, "a kernel thread"}};
+    // The test's own setup: pid 2 is kthreadd here (not in a pid namespace of our own).
+    REQUIRE(comm_of(2) == "kthreadd");
     for (const auto& [pid, why] : refused) {
         CAPTURE(pid);
         CtlResult r = ctl(sock, "attach", pid);
@@ -1422,6 +1425,32 @@ TEST_CASE("control: attaching a tracked process again changes nothing, while sha
     send_text(fx, "q");
     auto st = procs.wait_exit(fx.pid, kExit);
     CHECK_MESSAGE((st && WIFEXITED(*st) && WEXITSTATUS(*st) == 0), "the fixture did not exit 0; stderr: ", fx.err());
+    procs.kill_all();
+    CHECK_MESSAGE(procs.leftovers().empty(), "left running:", procs.leftovers());
+}
+
+TEST_CASE("control: SIGINT to memtrack while the command ignores it: cut short, said in the stats and on stderr, exit non-zero") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    Processes procs;
+    const std::string sock = dir / "ctl.sock";
+    // The shell ignores SIGINT and SIGTERM, and so does the sleep it becomes (exec keeps SIG_IGN).
+    Child mt = spawn_child(track_argv(dir, sock, {}, {"/bin/sh", "-c", "trap '' INT TERM; echo ready; exec sleep 60"}),
+                           dir / "memtrack.err", procs);
+    wait_ready(sock, mt, procs);
+    REQUIRE(read_line(mt, kStartup, "the command's ready line") == "ready");
+    procs.add_descendants(mt.pid);  // the sleep, which outlives memtrack: ended by pid below
+    REQUIRE(::kill(mt.pid, SIGINT) == 0);
+    auto st = procs.wait_exit(mt.pid, 30s);  // memtrack gives the command 10 s to end
+    REQUIRE_MESSAGE(st.has_value(), "memtrack still running 30 s after SIGINT; stderr: ", mt.err());
+    CHECK_MESSAGE((WIFEXITED(*st) && WEXITSTATUS(*st) == 128 + SIGINT), "memtrack ", describe_wait_status(*st),
+                  "; stderr: ", mt.err());
+    const std::string err = mt.err();
+    CHECK_MESSAGE(err.find("recording cut short by SIGINT: the command (pid ") != std::string::npos, err);
+    CHECK_MESSAGE(err.find("ignored it and runs on") != std::string::npos, err);
+    const Stats s = parse_stats(read_file(dir / "stats.json"));
+    CHECK_MESSAGE(stats_u64(s, "cut_short_by_signal") == uint64_t(SIGINT), s.raw);
+    CHECK_MESSAGE(stats_u64(s, "command_running_at_exit") == 1, s.raw);
     procs.kill_all();
     CHECK_MESSAGE(procs.leftovers().empty(), "left running:", procs.leftovers());
 }

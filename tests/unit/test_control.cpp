@@ -207,11 +207,12 @@ struct Fixture {
     std::shared_ptr<Calls> calls = std::make_shared<Calls>();
     std::unique_ptr<Control> control;
 
-    explicit Fixture(bool with_handlers = true) {
-        auto c = Control::bind(io.io, path);
+    explicit Fixture(bool with_handlers = true, std::chrono::milliseconds idle_timeout = {},
+                     std::chrono::milliseconds drain_delay = 150ms) {
+        auto c = Control::bind(io.io, path, idle_timeout);
         REQUIRE_MESSAGE(c.ok(), (c.ok() ? "" : c.error().message()));
         control = std::move(c).value();
-        if (with_handlers) control->set_handlers(fake_handlers(io.io, calls));
+        if (with_handlers) control->set_handlers(fake_handlers(io.io, calls, drain_delay));
         control->start();
     }
     ~Fixture() {
@@ -552,6 +553,42 @@ TEST_CASE("control: at most 64 connections; the 65th is turned away, and a freed
         if (!accepted) std::this_thread::sleep_for(10ms);
     }
     CHECK(accepted);
+}
+
+TEST_CASE("control: 64 idle clients are closed after the idle timeout, and the runner gets in") {
+    constexpr auto kIdle = 500ms;
+    Fixture fx(true, kIdle, /*drain_delay=*/1500ms);
+    // One client waits for a drain longer than the timeout: waiting for memtrack is not idle.
+    Client draining(fx.path);
+    draining.send(R"({"cmd":"drain","id":"d"})" "\n");
+    std::vector<std::unique_ptr<Client>> idle;
+    for (int i = 0; i < 63; ++i) {
+        idle.push_back(std::make_unique<Client>(fx.path));
+        // Half send the start of a request and stall; half send nothing at all.
+        if (i % 2 == 0) idle.back()->send(R"({"cmd":"pi)");
+    }
+    // The table is full: a new client is turned away.
+    {
+        Client extra(fx.path);
+        auto r = extra.reply();
+        CHECK(r.at("error") == json::value("too many connections"));
+    }
+    const auto start = std::chrono::steady_clock::now();
+    bool served = false;
+    while (!served && std::chrono::steady_clock::now() - start < 5s) {
+        Client runner(fx.path);
+        served = runner.try_send(R"({"cmd":"ping","id":"runner"})" "\n") && is_ok(runner.reply());
+        if (!served) std::this_thread::sleep_for(50ms);
+    }
+    const auto waited = std::chrono::steady_clock::now() - start;
+    CHECK_MESSAGE(served, "no place freed in 5 s");
+    CHECK(waited >= kIdle - 100ms);  // not before the idle clients had their time
+    // The idle ones were closed; the one waiting for its drain got its reply, then its ping.
+    for (auto& c : idle) CHECK(c->at_eof());
+    auto d = draining.reply();
+    CHECK(is_ok(d));
+    CHECK(d.at("id") == json::value("d"));
+    check_ping(draining);
 }
 
 TEST_CASE("control: a client that leaves mid-drain costs nothing") {

@@ -59,7 +59,7 @@ const Site& site(const Analysis& a, uint64_t hash) {
 std::vector<std::string> functions(const Site& s) {
     std::vector<std::string> out;
     if (s.frames)
-        for (const Frame& f : *s.frames) out.push_back(f.function);
+        for (const Frame* f : *s.frames) out.push_back(f->function);
     return out;
 }
 

@@ -107,6 +107,8 @@ RunCounters distinct_counters() {
     c.drains.artifact_closed_ns = 12'000'000;
     c.drains.stacks_closed_ns = 13'000'000;
     c.shutdown.stopped_at_exit = 614;
+    c.shutdown.cut_short_by_signal = 615;
+    c.shutdown.command_running_at_exit = 616;
     return c;
 }
 
@@ -123,7 +125,7 @@ TEST_CASE("stats: each key reports its owner's counter") {
         "chunks": 103, "chunk_ms": {"p50": 3.0, "p99": 3.0, "max": 3.0, "count": 1},
         "max_records_per_chunk": 104,
         "max_fill": 0.25, "max_fill_bytes": 1024, "stack_max_fill_bytes": 611, "stop_bytes": 612,
-        "stopped_at_exit": 614,
+        "stopped_at_exit": 614, "cut_short_by_signal": 615, "command_running_at_exit": 616,
         "stop_to_resume_ms": {"p50": 1.0, "p99": 1.0, "max": 1.0, "count": 2},
         "paused_s": 2.0, "paused_fraction": 0.25,
         "drain_ms": {"p50": 7.0, "p99": 7.0, "max": 7.0, "count": 1},
@@ -192,7 +194,7 @@ TEST_CASE("stats: every key of the object is in docs/STATS.md, and every key the
     const std::set<std::string> reported = keys(stats_json(RunCounters{}));
     for (const std::string& k : reported) CHECK_MESSAGE(documented.count(k), "not in docs/STATS.md: " << k);
     for (const std::string& k : documented) CHECK_MESSAGE(reported.count(k), "not in the stats object: " << k);
-    CHECK(reported.size() == 100);
+    CHECK(reported.size() == 102);
 }
 
 TEST_CASE("stats: a counter copied while its owner counts holds a value it had") {
