@@ -91,6 +91,24 @@ Result<ProcessMaps> ProcessMaps::read(int pid) {
     return maps;
 }
 
+ProcessMaps ProcessMaps::of(int pid, std::vector<Mapping> mappings) {
+    ProcessMaps maps;
+    maps.pid_ = pid;
+    maps.mappings_ = std::move(mappings);
+    std::sort(maps.mappings_.begin(), maps.mappings_.end(),
+              [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
+    return maps;
+}
+
+void ProcessMaps::add(const std::vector<Mapping>& added) {
+    for (const Mapping& m : added) {
+        std::erase_if(mappings_, [&](const Mapping& o) { return o.start < m.end && m.start < o.end; });
+        mappings_.insert(std::upper_bound(mappings_.begin(), mappings_.end(), m.start,
+                                          [](uint64_t s, const Mapping& o) { return s < o.start; }),
+                         m);
+    }
+}
+
 const Mapping* ProcessMaps::find(uint64_t addr) const {
     auto it = std::upper_bound(mappings_.begin(), mappings_.end(), addr,
                                [](uint64_t a, const Mapping& m) { return a < m.start; });
