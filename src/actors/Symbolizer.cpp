@@ -96,8 +96,7 @@ void Symbolizer::write_batch(const RecordBatch& b) {
     for (const StackSample& s : b.stacks) {
         // A process's new mappings apply from the stack that brought them: the stacks before it
         // in the batch were taken in the image it had before (an exec moves everything).
-        if ((s.flags & MT_STACK_NEW_MAPS) && next_maps < b.maps.size() && b.maps[next_maps].pid() == s.pid)
-        {
+        if ((s.flags & MT_STACK_NEW_MAPS) && next_maps < b.maps.size() && b.maps[next_maps].pid() == s.pid) {
             install(b.maps[next_maps], next_maps < b.maps_added.size() && b.maps_added[next_maps]);
             ++next_maps;
         }

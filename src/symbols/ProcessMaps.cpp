@@ -101,11 +101,15 @@ ProcessMaps ProcessMaps::of(int pid, std::vector<Mapping> mappings) {
 }
 
 void ProcessMaps::add(const std::vector<Mapping>& added) {
+    const auto by_start = [](uint64_t s, const Mapping& o) { return s < o.start; };
     for (const Mapping& m : added) {
-        std::erase_if(mappings_, [&](const Mapping& o) { return o.start < m.end && m.start < o.end; });
-        mappings_.insert(std::upper_bound(mappings_.begin(), mappings_.end(), m.start,
-                                          [](uint64_t s, const Mapping& o) { return s < o.start; }),
-                         m);
+        if (m.end <= m.start) continue;
+        // Sorted and never overlapping, so the ends are sorted too: what m overlaps is one run,
+        // ending before the first mapping that starts at or past m's end.
+        auto last = std::upper_bound(mappings_.begin(), mappings_.end(), m.end - 1, by_start);
+        auto first = last;
+        while (first != mappings_.begin() && std::prev(first)->end > m.start) --first;
+        mappings_.insert(mappings_.erase(first, last), m);
     }
 }
 
