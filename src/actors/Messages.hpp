@@ -33,7 +33,6 @@ struct RecordBatch {
     // The mappings of the processes whose stacks say they changed, read before the batch was
     // queued (Symbolizer::read_new_maps).
     std::vector<ProcessMaps> maps;
-    std::vector<uint8_t> maps_added;  // per maps entry (absent: 0): 1 when it holds only mappings added (AddedCode)
     uint64_t end_pos = 0;  // the ring's consumer position right after this batch
 };
 

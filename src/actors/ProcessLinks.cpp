@@ -16,7 +16,6 @@
 #include "core/Log.hpp"
 #include "probes/BpfSession.hpp"
 #include "probes/MappedObjects.hpp"
-#include "symbols/AddedCode.hpp"
 #include "bpf/hold.h"
 #include "process/ProcessHolds.hpp"
 #include "process/ProcessSignal.hpp"
@@ -40,13 +39,11 @@ ring_buffer* open_spawns(int map_fd, ring_buffer_sample_fn fn, void* ctx) {
 
 }  // namespace
 
-ProcessLinks::ProcessLinks(asio::io_context& io, BpfSession& bpf, ProcessHolds& holds, UnwindTables* unwind,
-                           AddedCode* added)
+ProcessLinks::ProcessLinks(asio::io_context& io, BpfSession& bpf, ProcessHolds& holds, UnwindTables* unwind)
     : strand_(asio::make_strand(io)),
       bpf_(bpf),
       holds_(holds),
       unwind_(unwind),
-      added_(added),
       spawns_(open_spawns(bpf.spawns_ring_fd(), &ProcessLinks::on_spawn_record, this), ring_buffer__free),
       spawns_watch_(strand_, ::dup(ring_buffer__epoll_fd(spawns_.get()))),
       backstop_(strand_) {}
@@ -299,7 +296,6 @@ Result<std::vector<ProbedObject>> ProcessLinks::new_code_objects(pid_t pid, uint
                 if (auto o = examine(a.object, st)) out.push_back(std::move(*o));
                 code.insert(code.end(), a.code.begin(), a.code.end());
             }
-            if (added_) added_->added(pid, code);
             if (unwind_ && !code.empty()) {
                 if (auto r = unwind_->describe_added(pid, code); !r && r.error().err != ESRCH && r.error().err != ENOENT)
                     log::error("unwind tables for process {}: {}", pid, r.error().message());
@@ -309,7 +305,6 @@ Result<std::vector<ProbedObject>> ProcessLinks::new_code_objects(pid_t pid, uint
         log::info("process {}: the loader's list cannot be followed from its last object: all its mappings read", pid);
     }
     counters_.code_full_scans.add();
-    if (added_) added_->reset(pid);
     log::info("process {}: new code ({}): all its mappings read", pid, source == MT_CODE_EXEC ? "exec" : "loader");
     describe_unwind(pid);
     auto mapped = executable_objects(pid);

@@ -42,16 +42,13 @@ namespace memtrack {
 class BpfSession;
 class ProcessHolds;
 class UnwindTables;
-class AddedCode;
 
 class ProcessLinks {
 public:
     static constexpr size_t kMaxOwnLinked = 4;
 
     // unwind: the CFI walker's tables, described for each process before it runs new code (null: none).
-    // added: where the loader's new mappings go for the Symbolizer (null: nowhere).
-    ProcessLinks(boost::asio::io_context& io, BpfSession& bpf, ProcessHolds& holds, UnwindTables* unwind,
-                 AddedCode* added = nullptr);
+    ProcessLinks(boost::asio::io_context& io, BpfSession& bpf, ProcessHolds& holds, UnwindTables* unwind);
     ~ProcessLinks();
 
     // Attaches pid's probes now, from the caller's thread: only before the io_context runs (the
@@ -114,7 +111,6 @@ private:
     ProcessHolds& holds_;
     LinkCounters counters_;
     UnwindTables* unwind_;
-    AddedCode* added_;
     std::unique_ptr<ring_buffer, void (*)(ring_buffer*)> spawns_;
     boost::asio::posix::stream_descriptor spawns_watch_;
     boost::asio::steady_timer backstop_;

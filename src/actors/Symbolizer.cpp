@@ -15,8 +15,8 @@ namespace memtrack {
 
 Symbolizer::Symbolizer(boost::asio::io_context& io, BatchQueue& in, ZstdFileWriter stacks_file, ProcessHolds* holds,
                        std::unique_ptr<Resolver> resolver,
-                       std::chrono::microseconds delay_per_stack, AddedCode* added)
-    : BatchSink(io, in), file_(std::move(stacks_file)), holds_(holds), added_(added),
+                       std::chrono::microseconds delay_per_stack)
+    : BatchSink(io, in), file_(std::move(stacks_file)), holds_(holds),
       resolver_(resolver ? std::move(resolver) : std::make_unique<Resolver>()), delay_per_stack_(delay_per_stack) {}
 
 Result<void> Symbolizer::finish_file() {
@@ -30,33 +30,17 @@ void Symbolizer::read_new_maps(RecordBatch& b) const {
     for (const StackSample& s : b.stacks) {
         if (!(s.flags & MT_STACK_NEW_MAPS)) continue;  // MT_STACK_HELD comes with NEW_MAPS
         const uint64_t t0 = monotonic_ns();
-        // After a dlopen, what the loader added is known already (ProcessLinks): that alone.
-        if (auto code = added_ ? added_->take(s.pid) : std::nullopt) {
-            b.maps.push_back(ProcessMaps::of(s.pid, std::move(*code)));
-            b.maps_added.push_back(1);
-            if ((s.flags & MT_STACK_HELD) && holds_) holds_->release(uint32_t(s.pid), MT_HOLD_SNAPSHOT);
-            continue;
-        }
-        if (added_) added_->snapshot_started(s.pid);
         auto maps = ProcessMaps::read(s.pid);
-        if (!maps) {
-            log::info("mappings of {}: {}", s.pid, maps.error().message());
-        } else {
-            b.maps.push_back(std::move(maps).value());
-            b.maps_added.push_back(0);
-        }
+        if (!maps) log::info("mappings of {}: {}", s.pid, maps.error().message());
+        else b.maps.push_back(std::move(maps).value());
         // BPF paused the process at its first stack so that this read could not miss it.
         if ((s.flags & MT_STACK_HELD) && holds_) holds_->release(uint32_t(s.pid), MT_HOLD_SNAPSHOT);
         log::info("symbols: mappings of {} read in {:.2f} ms", s.pid, double(monotonic_ns() - t0) / 1e6);
     }
 }
 
-void Symbolizer::install(ProcessMaps maps, bool added) {
+void Symbolizer::install(ProcessMaps maps) {
     const int32_t pid = maps.pid();
-    if (auto it = maps_.find(pid); added && it != maps_.end()) {
-        it->second.add(maps.mappings());
-        return;
-    }
     // A process that has exited shows no mappings: what was read before it exited stays true.
     if (!maps.mappings().empty() || !maps_.count(pid)) maps_[pid] = std::move(maps);
 }
@@ -64,7 +48,7 @@ void Symbolizer::install(ProcessMaps maps, bool added) {
 void Symbolizer::read_again(int32_t pid) {
     auto maps = ProcessMaps::read(pid);
     if (!maps) log::info("mappings of {}: {}", pid, maps.error().message());
-    else install(std::move(maps).value(), false);
+    else install(std::move(maps).value());
 }
 
 bool Symbolizer::in_code(int32_t pid, uint64_t ip, std::unordered_set<int32_t>& reread) {
@@ -96,10 +80,8 @@ void Symbolizer::write_batch(const RecordBatch& b) {
     for (const StackSample& s : b.stacks) {
         // A process's new mappings apply from the stack that brought them: the stacks before it
         // in the batch were taken in the image it had before (an exec moves everything).
-        if ((s.flags & MT_STACK_NEW_MAPS) && next_maps < b.maps.size() && b.maps[next_maps].pid() == s.pid) {
-            install(b.maps[next_maps], next_maps < b.maps_added.size() && b.maps_added[next_maps]);
-            ++next_maps;
-        }
+        if ((s.flags & MT_STACK_NEW_MAPS) && next_maps < b.maps.size() && b.maps[next_maps].pid() == s.pid)
+            install(b.maps[next_maps++]);
         if (!maps_.count(s.pid)) read_again(s.pid);
         counters_.stack_ring_bytes.add(RingView::record_bytes(MT_STACK_HEADER_BYTES + 8 * s.ips.size()));
         if (!written_.insert(s.hash).second) continue;  // in the file already: nothing to resolve

@@ -21,9 +21,7 @@
 #include "actors/BatchSink.hpp"
 #include "actors/ActorCounters.hpp"
 #include "format/ZstdFileWriter.hpp"
-#include "symbols/AddedCode.hpp"
 #include "symbols/ProcessMaps.hpp"
-#include "symbols/AddedCode.hpp"
 #include "symbols/Resolver.hpp"
 
 namespace memtrack {
@@ -36,7 +34,7 @@ public:
     // testing knob (--symbolize-delay-us): a symbolizer that lags.
     Symbolizer(boost::asio::io_context& io, BatchQueue& in, ZstdFileWriter stacks_file, ProcessHolds* holds,
                std::unique_ptr<Resolver> resolver = nullptr,
-               std::chrono::microseconds delay_per_stack = {}, AddedCode* added = nullptr);
+               std::chrono::microseconds delay_per_stack = {});
 
     // On the stacks consumer's strand, before `b` is queued: reads the mappings of every process
     // whose stack says they changed, into `b`, and ends its first-stack pause. There, not on the
@@ -52,14 +50,13 @@ private:
     Result<void> flush_file() override { return file_.flush(); }
     Result<void> finish_file() override;
     // Mappings read (by read_new_maps, or again here) replace what was known of their process.
-    void install(ProcessMaps maps, bool added);
+    void install(ProcessMaps maps);
     void read_again(int32_t pid);
     // Whether `ip` (a return address) lies in code `pid` maps.
     bool in_code(int32_t pid, uint64_t ip, std::unordered_set<int32_t>& reread);
 
     ZstdFileWriter file_;
     ProcessHolds* holds_;  // null: nothing is ever held for a snapshot (tests)
-    AddedCode* added_;     // null: every snapshot reads all mappings
     std::unique_ptr<Resolver> resolver_;
     std::chrono::microseconds delay_per_stack_;
     SymbolizerCounters counters_;

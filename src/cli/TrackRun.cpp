@@ -63,7 +63,7 @@ public:
         if (stacks_file) {
             stacks_.emplace(io, value_or_throw(RingView::map(bpf.stacks_ring_fd())),
                             consumer_options(RingConsumer::Records::Stacks), std::move(*stacks_file), &holds_,
-                            std::move(resolver), std::chrono::microseconds(opt.symbolize_delay_us), &added_code_);
+                            std::move(resolver), std::chrono::microseconds(opt.symbolize_delay_us));
             stacks_->consumer().set_before_queue([this](RecordBatch& b) { stacks_->sink().read_new_maps(b); });
             watch_pressure(*stacks_);
             lanes.push_back(&*stacks_);
@@ -71,7 +71,7 @@ public:
         drains_.emplace(io_, std::move(lanes));
         if (stacks_file && bpf_.unwind_rows_capacity())
             unwind_ = value_or_throw(UnwindTables::open(bpf_, std::move(unwind_cache)));
-        links_.emplace(io_, bpf_, holds_, unwind_.get(), stacks_ ? &added_code_ : nullptr);
+        links_.emplace(io_, bpf_, holds_, unwind_.get());
         if (auto r = links_->attach_now(child.pid()); !r) throw FatalError("BPF attach failed: " + r.error().message());
         events_.sink().add_root_process(child.pid(), monotonic_ns());
         if (control_) control_->set_handlers(control_handlers());
@@ -358,7 +358,6 @@ private:
     HoldMaps hold_maps_;
     PidfdSignals hold_signals_;
     ProcessHolds holds_;  // before every actor that ends a pause
-    AddedCode added_code_;  // ProcessLinks -> Symbolizer: the loader's new mappings
     SinkLane<Writer> events_;
     std::optional<SinkLane<Symbolizer>> stacks_;
     PressureControl pressure_;

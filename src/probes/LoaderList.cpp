@@ -3,9 +3,6 @@
 #include <elf.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
-#include <unistd.h>
-
-#include <climits>
 
 #include <cstring>
 #include <fstream>
@@ -89,18 +86,13 @@ Result<std::optional<std::vector<Mapping>>> code_of(pid_t pid, uint64_t bias, co
         m.start = bias + p.p_vaddr / kPage * kPage;
         m.end = bias + (p.p_vaddr + p.p_filesz + kPage - 1) / kPage * kPage;
         m.offset = p.p_offset / kPage * kPage;
+        m.path = name;
         m.executable = true;
-        const std::string link = fmt::format("/proc/{}/map_files/{:x}-{:x}", pid, m.start, m.end);
         struct stat st{};
-        if (::stat(link.c_str(), &st) != 0) {
+        if (::stat(fmt::format("/proc/{}/map_files/{:x}-{:x}", pid, m.start, m.end).c_str(), &st) != 0) {
             if (errno == ENOENT) return R{};  // no mapping with those bounds (merged, moved, gone)
-            return errno_error("stat", link);
+            return errno_error("stat", fmt::format("/proc/{}/map_files", pid));
         }
-        // The path as /proc/PID/maps shows it (the loader's name may be a symlink's).
-        char target[PATH_MAX];
-        const ssize_t len = ::readlink(link.c_str(), target, sizeof(target));
-        if (len <= 0 || size_t(len) == sizeof(target)) return R{};
-        m.path.assign(target, size_t(len));
         m.dev = uint64_t(st.st_dev);
         m.inode = uint64_t(st.st_ino);
         if (!code.empty() && (code.front().dev != m.dev || code.front().inode != m.inode)) return R{};

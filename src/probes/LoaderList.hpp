@@ -25,7 +25,7 @@ namespace memtrack {
 // An object the loader added, with its executable mappings as the kernel has them.
 struct AddedObject {
     MappedObject object;
-    std::vector<Mapping> code;  // start, end, offset, dev, inode, path: as /proc/PID/maps has them
+    std::vector<Mapping> code;  // start, end, offset, dev, inode; path as the loader named it
 };
 
 class LoaderList {

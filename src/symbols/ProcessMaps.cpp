@@ -91,28 +91,6 @@ Result<ProcessMaps> ProcessMaps::read(int pid) {
     return maps;
 }
 
-ProcessMaps ProcessMaps::of(int pid, std::vector<Mapping> mappings) {
-    ProcessMaps maps;
-    maps.pid_ = pid;
-    maps.mappings_ = std::move(mappings);
-    std::sort(maps.mappings_.begin(), maps.mappings_.end(),
-              [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
-    return maps;
-}
-
-void ProcessMaps::add(const std::vector<Mapping>& added) {
-    const auto by_start = [](uint64_t s, const Mapping& o) { return s < o.start; };
-    for (const Mapping& m : added) {
-        if (m.end <= m.start) continue;
-        // Sorted and never overlapping, so the ends are sorted too: what m overlaps is one run,
-        // ending before the first mapping that starts at or past m's end.
-        auto last = std::upper_bound(mappings_.begin(), mappings_.end(), m.end - 1, by_start);
-        auto first = last;
-        while (first != mappings_.begin() && std::prev(first)->end > m.start) --first;
-        mappings_.insert(mappings_.erase(first, last), m);
-    }
-}
-
 const Mapping* ProcessMaps::find(uint64_t addr) const {
     auto it = std::upper_bound(mappings_.begin(), mappings_.end(), addr,
                                [](uint64_t a, const Mapping& m) { return a < m.start; });

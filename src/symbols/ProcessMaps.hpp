@@ -35,10 +35,6 @@ public:
     // Parses the text of a maps file. Lines that do not parse are skipped, not fatal: the kernel
     // format is stable, and one odd line should not cost every other mapping. pid() is 0.
     static ProcessMaps parse(std::string_view text);
-    // pid's mappings as `mappings` (any order; none overlapping) say: a part of them (AddedCode).
-    static ProcessMaps of(int pid, std::vector<Mapping> mappings);
-    // Adds mappings new since these were read, each replacing what it overlaps.
-    void add(const std::vector<Mapping>& added);
 
     // The mapping containing `addr`, or nullptr. Binary search over the sorted mappings.
     const Mapping* find(uint64_t addr) const;

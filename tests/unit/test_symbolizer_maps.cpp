@@ -9,8 +9,6 @@
 #include "actors/Symbolizer.hpp"
 #include "bpf/record.h"
 #include "format/StacksFile.hpp"
-#include "symbols/AddedCode.hpp"
-#include "symbols/ProcessMaps.hpp"
 
 using namespace memtrack;
 using memtrack::unittest::TempDir;
@@ -97,54 +95,4 @@ TEST_CASE("Symbolizer: a stack sent again is written, counted and timed once, it
     CHECK(c.symbolize_ns.percentile(0.0) > 0);
     // Each of the four took a 16-byte header, one frame and the ring's 8-byte header.
     CHECK(c.stack_ring_bytes.get() == 4 * (MT_STACK_HEADER_BYTES + 8 + 8));
-}
-
-namespace {
-
-Mapping code_mapping(uint64_t start, uint64_t end, const std::string& path) {
-    Mapping m;
-    m.start = start;
-    m.end = end;
-    m.path = path;
-    m.executable = true;
-    m.dev = 1;
-    m.inode = start;
-    return m;
-}
-
-}  // namespace
-
-TEST_CASE("maps: mappings added after a snapshot go in order, replacing what they overlap") {
-    ProcessMaps maps = ProcessMaps::of(7, {code_mapping(0x5000, 0x6000, "/b"), code_mapping(0x1000, 0x2000, "/a")});
-    CHECK(maps.pid() == 7);
-    REQUIRE(maps.mappings().size() == 2);
-    CHECK(maps.mappings()[0].path == "/a");
-    maps.add({code_mapping(0x3000, 0x4000, "/c"), code_mapping(0x5800, 0x7000, "/d")});
-    std::vector<std::string> paths;
-    for (const Mapping& m : maps.mappings()) paths.push_back(m.path);
-    CHECK(paths == std::vector<std::string>{"/a", "/c", "/d"});  // /d took /b's place
-    REQUIRE(maps.find(0x5900) != nullptr);
-    CHECK(maps.find(0x5900)->path == "/d");
-    CHECK(maps.find(0x4800) == nullptr);
-}
-
-TEST_CASE("added code: only what was added since the last snapshot, and nothing once reset") {
-    AddedCode added;
-    added.added(3, {code_mapping(0x1000, 0x2000, "/x")});
-    CHECK(!added.take(3));  // no snapshot of 3 yet: additions describe nothing
-    added.snapshot_started(3);
-    CHECK(!added.take(3));  // nothing added since: the change is another, read all mappings
-    added.added(3, {code_mapping(0x1000, 0x2000, "/x")});
-    added.added(3, {code_mapping(0x3000, 0x4000, "/y")});
-    auto got = added.take(3);
-    REQUIRE(got);
-    REQUIRE(got->size() == 2);
-    CHECK((*got)[1].path == "/y");
-    CHECK(!added.take(3));  // taken once
-    added.added(3, {code_mapping(0x5000, 0x6000, "/z")});
-    added.reset(3);  // an exec, an unload: additions no longer describe the change
-    CHECK(!added.take(3));
-    added.added(3, {code_mapping(0x5000, 0x6000, "/z")});
-    CHECK(!added.take(3));
-    CHECK(!added.take(4));
 }
