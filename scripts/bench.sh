@@ -2,7 +2,7 @@
 # memtrack's benchmarks, in one run (docs/BENCHMARKS.md shows a run and how to read it).
 #
 #   scripts/bench.sh [--real] [--overhead] [--pressure] [--drain] [--stacks] [--symbols] [--consumer] [--others]
-#                    [--report] [--allocators] [--cfi] [--reps N] [--scale F] [--system-libc] [--keep]
+#                    [--report] [--allocators] [--cfi] [--dlopen] [--reps N] [--scale F] [--system-libc] [--keep]
 #
 # Sections (all of them when none is named):
 #   --real      programs people run: gcc -O2 -c of a generated file, Debian's python3 (JSON, regular
@@ -38,6 +38,9 @@
 #               is probed adds to a dlopen+dlclose and to an exec (bench/dlopen_loop, sh + /bin/true).
 #   --cfi       unwind tables (bench/cfi_tables, issue 12): build time, rows and bytes of the table
 #               built from the CFI of libc, libstdc++, python3.11, node and cc1 (those installed).
+#   --dlopen    one process dlopening 1000, 5000 and 10000 distinct small libraries (tests/progs/
+#               dlopen_many), untracked, memtrack --no-stacks and memtrack: the hold at each new
+#               object must cost O(new objects); target: memtrack within 3x of untracked at each size.
 # Options:
 #   --reps N       repetitions of every timed run; medians are reported (default 3)
 #   --scale F      multiply every workload size by F (e.g. 0.1 to try the script quickly)

@@ -11,7 +11,7 @@ BUILD="$ROOT/build"
 MEMTRACK="$BUILD/memtrack"
 BIN="$BUILD/bench"
 # The order the sections run in (and print in).
-SECTIONS=(real overhead others pressure drain stacks symbols cfi consumer report allocators)
+SECTIONS=(real overhead others pressure drain stacks symbols cfi consumer report allocators dlopen)
 
 # The help is scripts/bench.sh's header comment.
 usage() { sed -n '2,/^set -euo/p' "$ROOT/scripts/bench.sh" | sed -e '$d' -e 's/^# \{0,1\}//'; }
@@ -65,6 +65,7 @@ workload_sizes() {
     REPORT_EVENTS=$(scaled 50000000)  # events in the recording memtrack report reads
     ALLOC_N=$(scaled 200000)        # --allocators: flood 1 ALLOC_N per allocator
     NEWCODE_N=$(scaled 200)         # --allocators: dlopen+dlclose rounds, and execs of /bin/true
+    DLOPEN_SIZES=("$(scaled 1000)" "$(scaled 5000)" "$(scaled 10000)")  # --dlopen: libraries opened
     SYSCALLS_N=$(scaled 500000)     # dd bs=1 count=SYSCALLS_N beside memtrack: 2 syscalls each
     SYMBOL_ADDRS=$(scaled 100000)   # symbol_throughput: distinct addresses per pass and file
     NODE_N=$(scaled 1000000)        # the node script's objects (issue 16's command at --scale 1)

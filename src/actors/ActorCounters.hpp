@@ -62,6 +62,10 @@ struct LinkCounters {
     Histogram attach_ns;       // deciding and attaching a process's probes, either kind
     std::array<Counter, kAllocatorKinds> objects_by_kind{};  // objects probed the first time, per kind
     Counter processes_without_allocator;
+    // Objects a new-code hold examined (probes looked up, links attached): each object once per
+    // process image, whether found in the loader's list or in the process's mappings.
+    Counter code_objects_examined;
+    Counter code_full_scans;  // new-code holds that read all of a process's mappings
 };
 
 // ProcessHolds': how long the pauses it ended lasted. Copied under ProcessHolds' lock, since

@@ -155,8 +155,7 @@ void ProcessLinks::stop() {
         backstop_.cancel();
         // Whoever is still held gets its probes now (or is released without them): nobody stays
         // stopped behind us.
-        on_spawns();
-        scan_held();
+        scan_held(true);
         for (auto& [pid, p] : processes_) p.exit_watch->cancel(ec);
     });
 }
@@ -211,13 +210,23 @@ void ProcessLinks::on_spawns() {
 
 // Processes the ring had no room to announce: still held for their probes. A new process whose
 // release was asked already (its notice came) may still look held: it is not handled twice.
-void ProcessLinks::scan_held() {
+// A new-code hold is taken before its notice is sent, so one seen held may have its notice on
+// the way: it is handled (without knowing its source: all its mappings read) only when a scan
+// finds it held again and no notice came in between; `all`: now (stop()).
+void ProcessLinks::scan_held(bool all) {
+    // Notices already in the ring first: a hold is then handled knowing its source.
+    on_spawns();
     const std::vector<uint32_t> held = holds_.held_for(MT_HOLD_SPAWN);
     std::erase_if(releasing_, [&](const auto& r) { return std::find(held.begin(), held.end(), r.first) == held.end(); });
     for (uint32_t pid : held)
         if (auto h = holds_.entry(pid); h && !releasing_.count({pid, h->start_boottime}))
             release_spawned(pid, h->start_boottime, 0);
-    for (uint32_t pid : holds_.held_for(MT_HOLD_MODULE)) release_new_code(pid, 0);
+    std::set<uint32_t> unannounced;
+    for (uint32_t pid : holds_.held_for(MT_HOLD_MODULE)) {
+        if (all || unannounced_.count(pid)) release_new_code(pid, 0);
+        else unannounced.insert(pid);
+    }
+    unannounced_ = std::move(unannounced);
 }
 
 void ProcessLinks::release_spawned(uint32_t pid, uint64_t start_boottime, uint32_t parent) {
@@ -243,15 +252,87 @@ void ProcessLinks::release_spawned(uint32_t pid, uint64_t start_boottime, uint32
     holds_.release(pid, MT_HOLD_SPAWN);
 }
 
+// The objects pid maps that are new in this image, each examined once (its probes looked up):
+// nullopt for one seen before or without probes. Notes the loader's r_debug when it is the loader.
+std::optional<ProbedObject> ProcessLinks::examine(const MappedObject& m, CodeState& st) {
+    if (!st.known.insert({m.dev, m.ino}).second) return std::nullopt;
+    counters_.code_objects_examined.add();
+    ProbedObject o = bpf_.object_probes(m);
+    if (o.probes->has(AllocatorKind::Loader) && o.probes->r_debug) st.r_debug = o.probes->r_debug;
+    st.allocator = st.allocator || std::any_of(o.probes->kinds.begin(), o.probes->kinds.end(), allocates);
+    if (o.probes->empty()) return std::nullopt;
+    return o;
+}
+
+// Where the loader's list ends now, so the next hook reads only what follows (LoaderList). Left
+// unset (every hook reads all mappings) when it cannot be followed.
+void ProcessLinks::follow_loader(pid_t pid, CodeState& st) {
+    st.list.reset();
+    if (!st.r_debug) return;
+    auto base = loader_base(pid);
+    if (!base || *base == 0) return;
+    auto list = LoaderList::at_end(pid, *base + *st.r_debug);
+    if (!list) {
+        if (list.error().err != ESRCH) log::info("process {}: the loader's list: {}", pid, list.error().message());
+        return;
+    }
+    if (!*list) log::info("process {}: the loader's list cannot be followed: every hook reads all its mappings", pid);
+    st.list = std::move(*list);
+}
+
+// New code in pid (held): the objects it maps that are new, from the loader's list when it can
+// be followed from the last hook (O(new objects)), else from all its mappings; their unwind
+// tables described.
+Result<std::vector<ProbedObject>> ProcessLinks::new_code_objects(pid_t pid, uint32_t source, CodeState& st) {
+    if (source == MT_CODE_LOADER && st.list) {
+        auto added = st.list->added(pid);
+        if (!added) return added.error();
+        if (*added) {
+            std::vector<ProbedObject> out;
+            std::vector<Mapping> code;
+            for (const AddedObject& a : **added) {
+                // An object loaded again after an unload: probed already (links are on the
+                // file), its new mappings described below.
+                if (auto o = examine(a.object, st)) out.push_back(std::move(*o));
+                code.insert(code.end(), a.code.begin(), a.code.end());
+            }
+            if (unwind_ && !code.empty()) {
+                if (auto r = unwind_->describe_added(pid, code); !r && r.error().err != ESRCH && r.error().err != ENOENT)
+                    log::error("unwind tables for process {}: {}", pid, r.error().message());
+            }
+            return out;
+        }
+        log::info("process {}: the loader's list cannot be followed from its last object: all its mappings read", pid);
+    }
+    counters_.code_full_scans.add();
+    log::info("process {}: new code ({}): all its mappings read", pid, source == MT_CODE_EXEC ? "exec" : "loader");
+    describe_unwind(pid);
+    auto mapped = executable_objects(pid);
+    if (!mapped) return mapped.error();
+    std::vector<ProbedObject> out;
+    for (const MappedObject& m : *mapped)
+        if (auto o = examine(m, st)) out.push_back(std::move(*o));
+    // At exec the loader has no list yet: the first hook reads all mappings and starts it. A hold
+    // whose notice was lost (source 0) may have been an exec: the list is read again at the next hook.
+    if (source == MT_CODE_LOADER) follow_loader(pid, st);
+    else st.list.reset();
+    return out;
+}
+
 // New code in pid (held): every object it now maps is probed before the process goes on.
 void ProcessLinks::release_new_code(uint32_t pid, uint32_t source) {
-    describe_unwind(pid_t(pid));
-    auto objects = discover(pid_t(pid));
+    unannounced_.erase(pid);
+    CodeState& st = code_[pid_t(pid)];
+    if (source == MT_CODE_EXEC) st = CodeState{};
+    if (source == MT_CODE_LOADER) ++st.loader_hooks;
+    auto objects = new_code_objects(pid_t(pid), source, st);
     if (!objects) {
         if (objects.error().err != ESRCH && objects.error().err != ENOENT) {
             counters_.probe_errors.add();
             log::error("new code in process {}: {}", pid, objects.error().message());
         }
+        // Where the loader's list was left is no longer trusted: the next hook reads all mappings.
+        st.list.reset();
         holds_.release(pid, MT_HOLD_MODULE);
         return;
     }
@@ -269,9 +350,8 @@ void ProcessLinks::release_new_code(uint32_t pid, uint32_t source) {
         own->second.links.clear();
         own->second.objects.clear();
     }
-    bool allocator = false, loader = false;
+    bool loader = false;
     for (const ProbedObject& o : *objects) {
-        allocator = allocator || std::any_of(o.probes->kinds.begin(), o.probes->kinds.end(), allocates);
         loader = loader || o.probes->has(AllocatorKind::Loader);
         Result<void> r;
         if (own == processes_.end()) {
@@ -295,11 +375,8 @@ void ProcessLinks::release_new_code(uint32_t pid, uint32_t source) {
     // Whether the process has an allocator memtrack knows is settled once its start-up objects
     // are mapped: at exec for a static executable (no loader), at the loader's first hook that
     // holds otherwise (RT_CONSISTENT: the libraries are mapped).
-    CodeState& st = code_[pid_t(pid)];
-    if (source == MT_CODE_EXEC) st = CodeState{};
-    if (source == MT_CODE_LOADER) ++st.loader_hooks;
     const bool settled = (source == MT_CODE_EXEC && !loader) || st.loader_hooks >= 1;
-    if (settled && !allocator && !st.warned) {
+    if (settled && !st.allocator && !st.warned) {
         st.warned = true;
         counters_.processes_without_allocator.add();
         log::warn("process {} maps no allocator memtrack knows (a stripped static executable?): its "
@@ -314,6 +391,7 @@ void ProcessLinks::on_exit(pid_t pid) {
     closer_.close(std::move(it->second.links));
     processes_.erase(it);
     code_.erase(pid);
+    if (unwind_) unwind_->forget(pid);
 }
 
 }  // namespace memtrack

@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -31,6 +32,7 @@
 #include "core/Result.hpp"
 #include "probes/BpfSession.hpp"
 #include "probes/LinkCloser.hpp"
+#include "probes/LoaderList.hpp"
 #include "probes/UprobeMultiLink.hpp"
 
 struct ring_buffer;
@@ -72,9 +74,14 @@ private:
         std::map<ObjectKey, ProbedObject> objects;                          // probed, with links
     };
     // What the new-code notices of one process said since its last exec.
+    // Reset at exec.
     struct CodeState {
         unsigned loader_hooks = 0;
+        bool allocator = false;   // an object seen defines an allocator memtrack knows
         bool warned = false;
+        std::set<ObjectKey> known;          // objects examined in this image
+        std::optional<uint64_t> r_debug;    // the loader's r_debug, as a vaddr of the loader
+        std::optional<LoaderList> list;     // where the loader's list was last read up to
     };
     struct Notice {
         uint32_t pid, parent, hold, source;
@@ -85,12 +92,15 @@ private:
     Result<void> attach_process(pid_t pid, uint64_t start_boottime, const std::vector<ProbedObject>& objects);
     Result<void> use_shared(uint64_t t0, const std::vector<ProbedObject>& objects);
     Result<std::vector<ProbedObject>> discover(pid_t pid);
+    Result<std::vector<ProbedObject>> new_code_objects(pid_t pid, uint32_t source, CodeState& st);
+    std::optional<ProbedObject> examine(const MappedObject& m, CodeState& st);
+    void follow_loader(pid_t pid, CodeState& st);
     void note_probed(pid_t pid, const ProbedObject& o);
     void describe_unwind(pid_t pid);
     void on_spawns();
     void release_spawned(uint32_t pid, uint64_t start_boottime, uint32_t parent);
     void release_new_code(uint32_t pid, uint32_t source);
-    void scan_held();
+    void scan_held(bool all = false);
     void arm_spawn_watch();
     void arm_backstop();
     void on_exit(pid_t pid);
@@ -110,6 +120,7 @@ private:
     // notice and the backstop scan may both find one before ProcessHolds has released it.
     std::set<std::pair<uint32_t, uint64_t>> releasing_;
     std::map<pid_t, CodeState> code_;
+    std::set<uint32_t> unannounced_;  // held for new code at the last scan, no notice yet
     std::set<ObjectKey> probed_;  // objects probed in some process (stats, -v)
     // Closing a uprobe link waits for an RCU grace period (~0.1 s here): never on the strand.
     LinkCloser closer_;

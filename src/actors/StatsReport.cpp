@@ -183,6 +183,8 @@ boost::json::object stats_json(const RunCounters& c) {
         {"spawn_held_ms", ms_summary(pauses.spawn_held_ns)},
         {"new_code_held_ms", ms_summary(pauses.new_code_held_ns)},
         {"processes_without_allocator", links.processes_without_allocator.get()},
+        {"code_objects_examined", links.code_objects_examined.get()},
+        {"code_full_scans", links.code_full_scans.get()},
     };
     boost::json::object kinds;
     for (size_t i = 0; i < kAllocatorKinds; ++i) kinds[kind_name(AllocatorKind(i))] = links.objects_by_kind[i].get();

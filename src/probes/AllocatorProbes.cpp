@@ -31,6 +31,7 @@ Result<ObjectProbes> resolve_object_probes(const std::string& path, bool place) 
     out.ret.retprobe = true;
     out.kinds = classify(*elf);
     if (out.kinds.empty()) return out;
+    out.r_debug = elf->object_vaddr("_r_debug");
     // Names sharing one address (aliases) get one probe, the first name's function.
     std::set<uint64_t> seen;
     for (const auto& fn : allocator_functions()) {
@@ -51,8 +52,8 @@ Result<ObjectProbes> resolve_object_probes(const std::string& path, bool place) 
         for (unsigned a = 0; a < kProbeArgs; ++a) cookie |= MT_COOKIE_WITH_ARG(a, where.args[a]);
         // The loader's hook reads its r_debug's state (where the hook is called from is no
         // argument): its distance from the probed instruction rides in the cookie.
-        if (auto r_debug = elf->object_vaddr("_r_debug"); fn.func == MT_FUNC_LOADER && r_debug)
-            cookie |= MT_COOKIE_WITH_DISTANCE(int64_t(*r_debug) - int64_t(sym->vaddr + where.offset));
+        if (fn.func == MT_FUNC_LOADER && out.r_debug)
+            cookie |= MT_COOKIE_WITH_DISTANCE(int64_t(*out.r_debug) - int64_t(sym->vaddr + where.offset));
         out.entry.offsets.push_back(offset);
         out.entry.cookies.push_back(cookie);
         if (fn.has_return) {

@@ -2,6 +2,7 @@
 // The probe sites of one ELF object: which allocator entry points it defines (AllocatorCatalog),
 // where each probe sits (ProbePlacement), and the uprobe_multi specs that hold them.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,8 @@ struct ObjectProbes {
     UprobeMultiSpec entry;
     UprobeMultiSpec ret;
     size_t functions = 0;              // names probed (aliases of one address included)
+    // The loader's: where its r_debug (the list of loaded objects) is, as an ELF vaddr.
+    std::optional<uint64_t> r_debug;
     bool empty() const { return entry.offsets.empty(); }
     bool has(AllocatorKind k) const;
     std::string kinds_text() const;    // "glibc, loader"; "none"

@@ -127,32 +127,68 @@ Result<void> UnwindTables::describe(pid_t pid) {
     return r;
 }
 
+Result<void> UnwindTables::describe_added(pid_t pid, const std::vector<Mapping>& added) {
+    if (capacity_ == 0) return {};
+    if (!described_.count(pid)) return describe(pid);
+    auto r = add_mappings(pid, added);
+    if (!r) ++counters_.describe_errors;
+    publish();
+    return r;
+}
+
+void UnwindTables::forget(pid_t pid) { described_.erase(pid); }
+
+std::optional<mt_unwind_mapping> UnwindTables::entry(pid_t pid, const Mapping& m) {
+    auto o = object(pid, m.path, m.dev, m.inode);
+    auto bias = mapping_bias(o->segments, m.start, m.offset);
+    if (!bias || o->row_count == 0) return std::nullopt;  // walked by frame pointer
+    return mt_unwind_mapping{m.start, m.end, *bias, o->row_first, o->row_count};
+}
+
 Result<void> UnwindTables::write_description(pid_t pid) {
     auto maps = ProcessMaps::read(pid);
     if (!maps) return maps.error();
-    auto desc = std::make_unique<mt_unwind_process>();
-    std::memset(desc.get(), 0, sizeof(*desc));
+    std::vector<mt_unwind_mapping> out;
     for (const Mapping& m : maps->mappings()) {
         if (!m.executable || m.anonymous() || !m.path.starts_with("/") || m.inode == 0) continue;
         if (m.path.ends_with(" (deleted)")) continue;  // no file to read the CFI from
-        if (desc->count == MT_UNWIND_MAPPINGS) {
+        if (out.size() == MT_UNWIND_MAPPINGS) {
             ++counters_.mappings_left_out;
             continue;
         }
-        auto o = object(pid, m.path, m.dev, m.inode);
-        auto bias = mapping_bias(o->segments, m.start, m.offset);
-        if (!bias || o->row_count == 0) continue;  // walked by frame pointer
-        mt_unwind_mapping& d = desc->maps[desc->count++];
-        d.start = m.start;
-        d.end = m.end;
-        d.bias = *bias;
-        d.row_first = o->row_first;
-        d.row_count = o->row_count;
+        if (auto e = entry(pid, m)) out.push_back(*e);
     }
+    return write(pid, out);
+}
+
+Result<void> UnwindTables::add_mappings(pid_t pid, const std::vector<Mapping>& added) {
+    std::vector<mt_unwind_mapping> maps = described_[pid];
+    for (const Mapping& m : added) {
+        auto e = entry(pid, m);
+        // What the new mapping covers is no longer what was there (an object unloaded since).
+        std::erase_if(maps, [&](const mt_unwind_mapping& d) { return d.start < m.end && m.start < d.end; });
+        if (!e) continue;
+        if (maps.size() == MT_UNWIND_MAPPINGS) {
+            ++counters_.mappings_left_out;
+            continue;
+        }
+        maps.insert(std::upper_bound(maps.begin(), maps.end(), e->start,
+                                     [](uint64_t s, const mt_unwind_mapping& d) { return s < d.start; }),
+                    *e);
+    }
+    return write(pid, maps);
+}
+
+Result<void> UnwindTables::write(pid_t pid, const std::vector<mt_unwind_mapping>& maps) {
+    auto desc = std::make_unique<mt_unwind_process>();
+    std::memset(desc.get(), 0, sizeof(*desc));
+    desc->count = uint32_t(maps.size());
+    std::copy(maps.begin(), maps.end(), desc->maps);
     desc->generation = ++generation_;
     const uint32_t key = uint32_t(pid);
     if (bpf_map_update_elem(procs_fd_, &key, desc.get(), BPF_ANY) != 0)
         return errno_error("bpf_map_update_elem", "unwind_procs");
+    described_[pid] = maps;
     ++counters_.processes;
     return {};
 }

@@ -16,12 +16,12 @@
 #include <utility>
 #include <vector>
 
+#include "bpf/unwind.h"
 #include "core/Result.hpp"
+#include "symbols/ProcessMaps.hpp"
 #include "unwind/CfiTable.hpp"
 #include "unwind/CfiTableCache.hpp"
 #include "unwind/UnwindCounters.hpp"
-
-struct mt_unwind_row;
 
 namespace memtrack {
 
@@ -39,6 +39,12 @@ public:
     // Reads pid's executable mappings and hands them to the walker, building the tables of the
     // objects met for the first time. An object without usable CFI is walked by frame pointer.
     Result<void> describe(pid_t pid);
+    // Adds executable mappings new in pid since its last description (the loader's new objects;
+    // symbols/ProcessMaps' Mapping with path, dev and inode), replacing any they overlap: costs
+    // O(mappings added), not a read of pid's maps. Without an earlier description, describe(pid).
+    Result<void> describe_added(pid_t pid, const std::vector<Mapping>& added);
+    // pid ended: its description is dropped.
+    void forget(pid_t pid);
     // User space's counters, from any thread.
     UnwindCounters counters() const;
 
@@ -51,6 +57,10 @@ private:
     };
     UnwindTables(int rows_fd, int procs_fd, uint32_t capacity, std::shared_ptr<const CfiTableCache> cache);
     Result<void> write_description(pid_t pid);
+    Result<void> add_mappings(pid_t pid, const std::vector<Mapping>& added);
+    // One mapping's entry; nullopt when walked by frame pointer (no table, no bias).
+    std::optional<mt_unwind_mapping> entry(pid_t pid, const Mapping& m);
+    Result<void> write(pid_t pid, const std::vector<mt_unwind_mapping>& maps);
     void publish();
     std::shared_ptr<const Object> object(pid_t pid, const std::string& path, uint64_t dev, uint64_t ino);
     std::shared_ptr<const Object> load(const std::string& path);
@@ -64,6 +74,8 @@ private:
     uint32_t generation_ = 0;  // of the last description written
     std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<const Object>> by_file_;  // (dev, ino)
     std::map<std::string, std::shared_ptr<const Object>> by_build_id_;
+    // What was last written for each process, sorted by start: describe_added() adds to it.
+    std::map<pid_t, std::vector<mt_unwind_mapping>> described_;
     UnwindCounters counters_;  // the caller's strand only
     mutable std::mutex published_mu_;
     UnwindCounters published_;  // counters_ as of the last describe(), for any thread

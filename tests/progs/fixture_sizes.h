@@ -155,4 +155,7 @@
 #define FX_TRIM_A 100003u
 #define FX_TRIM_B 100019u
 
+/* dlopen_many: each libmany copy's constructor allocates this once and keeps it. */
+#define FX_MANY_LIB_ALLOC 13001u
+
 #endif

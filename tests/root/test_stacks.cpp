@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -28,6 +29,7 @@
 #include <boost/json.hpp>
 
 #include "Events.hpp"
+#include "fixture_sizes.h"
 #include "stack_sizes.h"
 
 using namespace memtrack::roottest;
@@ -438,6 +440,45 @@ TEST_CASE("stacks: code loaded by dlopen after the first stack still resolves (i
         CHECK_MESSAGE(r.frames[2].function == "main", show(r.frames));
         CHECK_MESSAGE(ends_with(r.frames[2].module, "/stack_dlopen"), show(r.frames));
     }
+}
+
+TEST_CASE("stacks: hundreds of dlopens, each new object examined once and its constructor's allocation exact") {
+    ROOT_SUITE_GUARD();
+    // Each copy of libmany is an object of its own; each dlopen holds the process at the
+    // loader's hook, and memtrack reads only what the loader added (LoaderList).
+    const unsigned n = 300;
+    TempDir dir;
+    const std::string libs = dir.path() + "/libs";
+    std::filesystem::create_directory(libs);
+    for (unsigned i = 0; i < n; ++i)
+        std::filesystem::copy_file(fixture("libmany.so"), libs + "/libmany" + std::to_string(i) + ".so");
+    const std::string count_file = dir.path() + "/objects";
+    Tracked t = track_and_dump(dir, {fixture("dlopen_many"), std::to_string(n), libs, count_file});
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_common(t);
+    CHECK(show(tally_by_size(t.events, {FX_MANY_LIB_ALLOC})) ==
+          show(std::map<uint64_t, std::string>{{FX_MANY_LIB_ALLOC, "Malloc x" + std::to_string(n)}}));
+    // Every object it maps was examined once: the n libraries and what it started with, none
+    // of them again at a later hook.
+    std::ifstream counted(count_file);
+    uint64_t mapped = 0;
+    REQUIRE(static_cast<bool>(counted >> mapped));
+    CHECK(mapped > n);
+    CHECK(stats_u64(t.result.stats, "code_objects_examined") == mapped);
+    // All mappings read at the exec and at the loader's first hook only; every dlopen after
+    // that read the loader's list from where the last one ended.
+    CHECK(stats_u64(t.result.stats, "code_full_scans") == 2);
+    CHECK(stats_u64(t.result.stats, "processes_without_allocator") == 0);
+    // The allocation is the constructor's, in code mapped by that dlopen.
+    const std::vector<Resolved> resolved = with_size(dump_resolved(t.result.artifact), FX_MANY_LIB_ALLOC);
+    REQUIRE(resolved.size() == n);
+    std::set<std::string> modules;
+    for (const Resolved& r : resolved) {
+        REQUIRE_MESSAGE(!r.frames.empty(), r.event.describe());
+        CHECK_MESSAGE(r.frames[0].function == "many_lib_init", show(r.frames));
+        modules.insert(r.frames[0].module);
+    }
+    CHECK(modules.size() == n);
 }
 
 TEST_CASE("stacks: C++ frames are demangled, and a call inside inlined code gets the inlined frame") {
