@@ -5,7 +5,8 @@
 #   the plain build (-O2, -Werror, the benchmarks too) and its unit suite; memtrack and the unit
 #   suite built again with ASan+UBSan in build-address-undefined/ (scripts/build.sh: -O1, only
 #   what the suites need) and that unit suite; the root suite once, its plain test_root driving
-#   the sanitized memtrack; then the fuzz targets (MEMTRACK_FUZZ_SECONDS each, 0 to skip).
+#   the sanitized memtrack; the kernel matrix (scripts/kernels.sh, MEMTRACK_KERNELS); then the
+#   fuzz targets (MEMTRACK_FUZZ_SECONDS each, 0 to skip).
 # MEMTRACK_SANITIZE=LIST picks other sanitizers for that run, MEMTRACK_SANITIZE=none leaves them
 # out (both suites plain).
 #   scripts/test.sh [meson test arguments, e.g. --suite unit]   the plain build, those tests
@@ -61,6 +62,13 @@ if [[ -n "${CI_RUN:-}" ]]; then
     suites -C "$SAN_DIR" --suite unit "${SAN_TEST[@]}"
     # The root suite is a black box around $MEMTRACK_BIN: its own code and the fixtures stay plain.
     suites -C build --suite root "${SAN_TEST[@]}" --wrapper "env MEMTRACK_BIN=$ROOT/$SAN_DIR/memtrack"
+    # The kernel matrix (scripts/kernels.sh): a subset of the root suite, plain build, in Debian's
+    # kernels under qemu, sized to ~8 minutes: every case on 6.1 (perf-event uprobes, the most
+    # different kernel), five on 6.12. MEMTRACK_KERNELS replaces that list (none to skip).
+    if [[ "${MEMTRACK_KERNELS:-}" != none ]]; then
+        # shellcheck disable=SC2086  # a list of VERSION[:CASES]
+        "$ROOT/scripts/kernels.sh" ${MEMTRACK_KERNELS:-6.1 6.12:c,cfi-stack,pressure,threads,attach} || status=1
+    fi
 else
     suites -C build "$@"
 fi
