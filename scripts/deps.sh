@@ -21,6 +21,7 @@ memtrack_deps() (
         protobuf-compiler libprotobuf-dev zlib1g-dev golang-go chromium libiberty-dev nodejs
         libjemalloc-dev libmimalloc-dev libtcmalloc-minimal4 libc6-dbg
         libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer and the sanitizers for clang
+        qemu-system-x86 cpio xz-utils zstd  # scripts/kernels.sh: Debian's kernels under qemu
     )
 
     # The Rust test fixtures: any rustc on the PATH (rustup's), else Debian's.

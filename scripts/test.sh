@@ -5,7 +5,8 @@
 #   the plain build (-O2, -Werror, the benchmarks too) and its unit suite; memtrack and the unit
 #   suite built again with ASan+UBSan in build-address-undefined/ (scripts/build.sh: -O1, only
 #   what the suites need) and that unit suite; the root suite once, its plain test_root driving
-#   the sanitized memtrack; 3 runs of the lifecycle stress (scripts/flood.sh --lifecycle); then the
+#   the sanitized memtrack; 3 runs of the lifecycle stress (scripts/flood.sh --lifecycle); the kernel
+#   matrix (scripts/kernels.sh, MEMTRACK_KERNELS); then the
 #   fuzz targets (MEMTRACK_FUZZ_SECONDS each, 0 to skip).
 # MEMTRACK_SANITIZE=LIST picks other sanitizers for that run, MEMTRACK_SANITIZE=none leaves them
 # out (both suites plain).
@@ -66,6 +67,13 @@ if [[ -n "${CI_RUN:-}" ]]; then
     # cases under a small ring beside a busy loop.
     if [[ $EUID -eq 0 ]]; then
         "$ROOT/scripts/flood.sh" --lifecycle -R 3 || status=1
+    fi
+    # The kernel matrix (scripts/kernels.sh): a subset of the root suite, plain build, in Debian's
+    # kernels under qemu, sized to ~8 minutes: every case on 6.1 (perf-event uprobes, the most
+    # different kernel), five on 6.12. MEMTRACK_KERNELS replaces that list (none to skip).
+    if [[ "${MEMTRACK_KERNELS:-}" != none ]]; then
+        # shellcheck disable=SC2086  # a list of VERSION[:CASES]
+        "$ROOT/scripts/kernels.sh" ${MEMTRACK_KERNELS:-6.1 6.12:c,cfi-stack,pressure,threads,attach} || status=1
     fi
 else
     suites -C build "$@"

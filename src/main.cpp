@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cli/CtlCommand.hpp"
+#include "cli/DoctorCommand.hpp"
 #include "cli/DumpCommand.hpp"
 #include "cli/ReportCommand.hpp"
 #include "cli/TrackCommand.hpp"
@@ -132,6 +133,9 @@ int main(int argc, char** argv) {
     c->add_option("cmd", ctl.cmd, memtrack::command_names())->required();
     c->footer(memtrack::commands_help());
 
+    auto* doctor = app.add_subcommand(
+        "doctor", "print the kernel features memtrack found, what a missing one costs, and whether its BPF programs load");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -154,6 +158,7 @@ int main(int argc, char** argv) {
             return memtrack::run_track(track);
         }
         if (*d) return memtrack::run_dump(dump);
+        if (*doctor) return memtrack::run_doctor();
         if (*r) return memtrack::run_report(report);
         if (*c) {
             if (*pid_opt) ctl.pid = pid;

@@ -666,6 +666,9 @@ static __always_inline void copy_stack(struct cfi_walk *w, __u32 want)
 	sc->copy_bytes = w->copy_bytes = 0;
 	if (first > want)
 		first = want;
+	/* clang knows first <= MT_STACK_COPY_PAGE here and drops the check below; 6.1's verifier does
+	 * not learn want's bound from `first > want`, and needs that check to bound the read. */
+	barrier_var(first);
 	if (first == 0 || first > MT_STACK_COPY_PAGE || bpf_probe_read_user(sc->words, first, (void *)w->sp) != 0)
 		return;
 	sc->copy_bytes = w->copy_bytes = first;

@@ -2,7 +2,6 @@
 
 #include <linux/capability.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdarg>
+#include <optional>
 #include <fstream>
 #include <mutex>
 
@@ -21,13 +21,16 @@
 #include "bpf/hold.h"
 #include "bpf/unwind.h"
 #include "probes/AllocatorProbes.hpp"
+#include "probes/VerifierLog.hpp"
 
 namespace memtrack {
 namespace {
 
-// libbpf's messages go through our logger; the last warning explains a failed load or attach.
+// libbpf's messages go through our logger; the last warning explains a failed load or attach,
+// and the last verifier log says which program the kernel refused and why.
 std::mutex g_libbpf_mu;
 std::string g_libbpf_last;
+std::string g_verifier_log;
 
 int libbpf_print(enum libbpf_print_level level, const char* format, va_list args) {
     // Sized to the message: a verifier log comes as one message of up to megabytes.
@@ -40,7 +43,8 @@ int libbpf_print(enum libbpf_print_level level, const char* format, va_list args
     while (!line.empty() && line.back() == '\n') line.pop_back();
     if (level != LIBBPF_DEBUG) {
         std::lock_guard lock(g_libbpf_mu);
-        g_libbpf_last = line;
+        if (is_verifier_log(line)) g_verifier_log = line;
+        else g_libbpf_last = line;
     }
     if (log::verbose() && level != LIBBPF_DEBUG) log::info("libbpf: {}", line);
     return 0;
@@ -57,12 +61,17 @@ std::string libbpf_last_message() {
     throw FatalError(msg);
 }
 
-// bpf_send_signal_task, which holds a new process until its probes exist, came in Linux 6.13.
-bool kernel_signals_tasks() {
-    utsname u{};
-    unsigned major = 0, minor = 0;
-    if (::uname(&u) != 0 || std::sscanf(u.release, "%u.%u", &major, &minor) != 2) return false;
-    return major > 6 || (major == 6 && minor >= 13);
+// A load the verifier refused, in one line: which program, and what the verifier said last.
+[[noreturn]] void fail_load(int err) {
+    std::optional<VerifierRefusal> refusal;
+    {
+        std::lock_guard lock(g_libbpf_mu);
+        refusal = parse_verifier_log(g_verifier_log);
+    }
+    if (!refusal) fail("load", err);
+    throw FatalError(fmt::format("BPF load failed: the kernel's verifier refused program '{}': {} (memtrack -v "
+                                 "prints the whole log)",
+                                 refusal->program, refusal->last_lines));
 }
 
 // Hold words for every pid the kernel may hand out (pid_max), in whole pages of
@@ -97,6 +106,11 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
     // The configuration was checked with the other options, before anything was created
     // (check_options in TrackCommand.cpp).
     std::unique_ptr<BpfSession> s(new BpfSession(cfg));
+    s->features_ = KernelFeatures::probe();
+    if (const KernelFeature* f = s->features_.missing())
+        throw FatalError(fmt::format("this kernel ({}) lacks {} (Linux {}+): memtrack needs Linux {} or later",
+                                     s->features_.release, f->name, f->since, KernelFeatures::kMinimumKernel));
+    s->uprobes_ = s->features_.uprobe_multi.present ? UprobeMechanism::multi : UprobeMechanism::perf_event;
     s->skel_.reset(memtrack_bpf__open());
     if (!s->skel_) fail("open", errno);
 
@@ -120,20 +134,23 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
         fail("row cache resize", errno);
     s->skel_->rodata->wakeup_bytes = uint64_t(cfg.wakeup_fill * double(cfg.ring_bytes));
     s->skel_->rodata->stack_wakeup_bytes = uint64_t(cfg.wakeup_fill * double(cfg.stack_ring_bytes));
-    s->per_process_ = cfg.per_process_links && kernel_signals_tasks();
+    // A new process is held until its own probes exist by bpf_send_signal_task (on_fork).
+    s->per_process_ = cfg.per_process_links && s->features_.send_signal_task.present;
     if (cfg.per_process_links && !s->per_process_)
-        log::info("kernel before 6.13: allocator probes trap in every process using the libraries");
+        log::info("no {}: {}", s->features_.send_signal_task.name, s->features_.send_signal_task.without);
     s->skel_->rodata->per_process_links = s->per_process_;
     s->hold_words_ = hold_words_for_pid_max();
     if (bpf_map__set_max_entries(s->skel_->maps.holds, s->hold_words_ / MT_HOLD_WORDS_PER_PAGE) != 0)
         fail("holds resize", errno);
-    // One program serves every allocator entry (and one every return) through uprobe_multi.
-    for (bpf_program* p : {s->skel_->progs.alloc_entry, s->skel_->progs.alloc_return})
-        bpf_program__set_expected_attach_type(p, bpf_attach_type(kAttachTypeUprobeMulti));
+    // One program serves every allocator entry (and one every return), through uprobe_multi
+    // links where the kernel has them, else perf-event uprobes (the section's default).
+    if (s->uprobes_ == UprobeMechanism::multi)
+        for (bpf_program* p : {s->skel_->progs.alloc_entry, s->skel_->progs.alloc_return})
+            bpf_program__set_expected_attach_type(p, bpf_attach_type(kAttachTypeUprobeMulti));
 
     bpf_program__set_autoattach(s->skel_->progs.find_pidns, false);
 
-    if (int err = memtrack_bpf__load(s->skel_.get()); err != 0) fail("load", err);
+    if (int err = memtrack_bpf__load(s->skel_.get()); err != 0) fail_load(err);
     // Before anything is attached: from here on BPF speaks in pids of memtrack's namespace.
     LIBBPF_OPTS(bpf_test_run_opts, run);
     if (int err = bpf_prog_test_run_opts(bpf_program__fd(s->skel_->progs.find_pidns), &run); err != 0)
@@ -245,7 +262,7 @@ Result<std::vector<UprobeMultiLink>> BpfSession::attach_object(pid_t pid, const 
         filtered.pid = pid;
         if (pid != 0)
             for (uint64_t& cookie : filtered.cookies) cookie |= MT_COOKIE_OWN_LINK;
-        auto link = UprobeMultiLink::attach(bpf_program__fd(prog), filtered);
+        auto link = UprobeMultiLink::attach(bpf_program__fd(prog), filtered, uprobes_);
         if (!link) return link.error();
         links.push_back(std::move(link).value());
     }

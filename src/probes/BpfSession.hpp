@@ -15,6 +15,7 @@
 #include "core/Result.hpp"
 #include "core/Fd.hpp"
 #include "probes/AllocatorProbes.hpp"
+#include "probes/KernelFeatures.hpp"
 #include "probes/LinkCloser.hpp"
 #include "probes/MappedObjects.hpp"
 #include "probes/UprobeMultiLink.hpp"
@@ -49,13 +50,15 @@ struct BpfConfig {
     std::string libc_path;      // empty: the C library memtrack itself uses
     std::string libstdcxx_path; // empty: the C++ runtime memtrack itself uses
     // Allocator probes as links filtered to each tracked process (attach_process_probes), so
-    // other processes on the machine do not trap; off, or on kernels before 6.13, system-wide.
+    // other processes on the machine do not trap; off, or on kernels without
+    // bpf_send_signal_task (KernelFeatures), system-wide.
     bool per_process_links = true;
 };
 
 class BpfSession {
 public:
-    // Throws FatalError with a one-line reason (libbpf's own message for load failures).
+    // Throws FatalError with a one-line reason: a required kernel feature missing (KernelFeatures),
+    // the program the verifier refused and its last words, or libbpf's own message.
     static std::unique_ptr<BpfSession> open_and_load(const BpfConfig& cfg);
     ~BpfSession();
     BpfSession(const BpfSession&) = delete;
@@ -67,6 +70,7 @@ public:
     // probed. Then, without per-process links, attaches the shared ones.
     void attach_allocator_probes();
     bool per_process_links() const { return per_process_; }
+    const KernelFeatures& features() const { return features_; }
     const std::vector<ProbedObject>& startup_objects() const { return startup_; }
     // An object's probe sites, resolved once per file (device, inode) for every process; an
     // object that cannot be read has none (the error is logged once).
@@ -123,6 +127,8 @@ private:
     std::vector<ProbedObject> startup_;
     std::mutex cache_mu_;  // guards cache_
     std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<const ObjectProbes>> cache_;
+    KernelFeatures features_;
+    UprobeMechanism uprobes_ = UprobeMechanism::multi;
     bool per_process_ = false;
     uint32_t hold_words_ = 0;
 };

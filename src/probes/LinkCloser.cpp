@@ -9,7 +9,8 @@ namespace memtrack {
 void LinkCloser::close(std::vector<UprobeMultiLink> links) {
     std::vector<Fd> fds;
     fds.reserve(links.size());
-    for (UprobeMultiLink& l : links) fds.push_back(std::move(l).take_fd());
+    for (UprobeMultiLink& l : links)
+        for (Fd& fd : std::move(l).take_fds()) fds.push_back(std::move(fd));
     close(std::move(fds));
 }
 

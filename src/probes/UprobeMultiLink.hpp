@@ -1,6 +1,8 @@
 #pragma once
-// One uprobe_multi BPF link: many probes in one file behind one fd, so attaching and detaching
-// costs one kernel round trip instead of one per probe (each separate link took ~0.1 s to close).
+// The uprobes of one spec (many probe sites in one file) behind their link fds. On kernels with
+// uprobe_multi links (6.6+) that is one link, so attaching and detaching costs one kernel round
+// trip instead of one per probe (each separate link took ~0.1 s to close). Older kernels get one
+// perf-event uprobe and its BPF link per site: the same programs run with the same cookies.
 #include <sys/types.h>
 
 #include <cstdint>
@@ -20,17 +22,20 @@ struct UprobeMultiSpec {
     pid_t pid = 0;  // 0: every process mapping the file
 };
 
+// How uprobes are attached: chosen once from KernelFeatures::uprobe_multi.
+enum class UprobeMechanism { multi, perf_event };
+
 class UprobeMultiLink {
 public:
-    // prog_fd must have been loaded with expected_attach_type BPF_TRACE_UPROBE_MULTI.
-    static Result<UprobeMultiLink> attach(int prog_fd, const UprobeMultiSpec& spec);
-    int fd() const { return fd_.get(); }
-    // The link's fd, whose close detaches it (LinkCloser).
-    Fd take_fd() && { return std::move(fd_); }
+    // multi: prog_fd must have been loaded with expected_attach_type BPF_TRACE_UPROBE_MULTI;
+    // perf_event: without one. A spec's sites are attached all or none.
+    static Result<UprobeMultiLink> attach(int prog_fd, const UprobeMultiSpec& spec, UprobeMechanism how);
+    // The link fds, whose close detaches them (LinkCloser).
+    std::vector<Fd> take_fds() && { return std::move(fds_); }
 
 private:
-    explicit UprobeMultiLink(Fd fd) : fd_(std::move(fd)) {}
-    Fd fd_;
+    explicit UprobeMultiLink(std::vector<Fd> fds) : fds_(std::move(fds)) {}
+    std::vector<Fd> fds_;
 };
 
 // Debian's libbpf 1.1 and uapi headers predate uprobe_multi (kernel 6.6): the values are ours.

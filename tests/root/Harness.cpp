@@ -130,6 +130,15 @@ std::string memtrack_bin() {
     return bin;
 }
 
+bool kernel_has_per_process_probes() {
+    static const bool has = [] {
+        const RunResult r = run({memtrack_bin(), "doctor"});
+        REQUIRE_MESSAGE(r.status == 0, "memtrack doctor: ", r.describe());
+        return r.out.find("bpf_send_signal_task kfunc (Linux 6.13+): yes") != std::string::npos;
+    }();
+    return has;
+}
+
 std::string fixture(const std::string& name) {
     std::string dir = env_or_empty("FIXTURE_DIR");
     if (dir.empty()) throw std::runtime_error("FIXTURE_DIR is not set");
@@ -154,9 +163,14 @@ std::string RunResult::describe() const {
     return s;
 }
 
+int time_factor() {
+    const char* f = std::getenv("MEMTRACK_TIME_FACTOR");
+    return f && std::atoi(f) > 1 ? std::atoi(f) : 1;
+}
+
 RunResult run(const std::vector<std::string>& argv, std::chrono::seconds timeout) {
     if (argv.empty()) throw std::runtime_error("run: empty argv");
-    if (const char* f = std::getenv("MEMTRACK_TIME_FACTOR"); f && std::atoi(f) > 1) timeout *= std::atoi(f);
+    timeout *= time_factor();
     auto out_pipe = make_pipe();
     auto err_pipe = make_pipe();
 

@@ -9,8 +9,10 @@
 // Other environment:
 //   MEMTRACK_REQUIRE_BPF=1  fail instead of skipping when not root
 //   MEMTRACK_KEEP_TMP=1     keep each test's temporary directory (its path is printed)
-//   MEMTRACK_TIME_FACTOR=N  multiplies run()'s hang bound, for a memtrack built with sanitizers
-//                           (scripts/test.sh sets 3 then); no assertion is scaled by it
+//   MEMTRACK_TIME_FACTOR=N  multiplies run()'s hang bound, and the bounds and delays of the tests
+//                           that use time_factor(), for a memtrack built with sanitizers
+//                           (scripts/test.sh sets 3 then) or a slow guest (scripts/kernels.sh,
+//                           10); no assertion is scaled by it
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -37,7 +39,12 @@ bool root_suite_enabled();
     } while (0)
 
 std::string memtrack_bin();                       // $MEMTRACK_BIN, must be set
+int time_factor();                                // $MEMTRACK_TIME_FACTOR, at least 1
 std::string fixture(const std::string& name);     // $FIXTURE_DIR/name, must exist
+// Whether memtrack gives each tracked process probes of its own on this kernel: `memtrack doctor`
+// found bpf_send_signal_task (asked once). Without it the probes are shared, and a new process
+// is never held for its own.
+bool kernel_has_per_process_probes();
 
 // ---- running processes ----
 

@@ -486,11 +486,13 @@ void check_flood_prefix(const std::vector<Event>& events, const std::set<int>& w
 TEST_CASE("pressure: slow_consumer_pause_recovers_without_loss") {
     ROOT_SUITE_GUARD();
     // One writer, 100,000 records through a 64 KiB ring (about 1,170 records) read at most
-    // 1,024 records per 2 ms: the writer is paused again and again.
+    // 1,024 records per 2 ms: the writer is paused again and again. The delay is real time while
+    // the writer runs at the machine's pace: a slow machine (time_factor) slows the consumer too.
     const long n = 50000;
     TempDir dir;
     Tracked t;
-    t.result = track(dir, {flood_bin(), "1", std::to_string(n)}, {"--ring-size", "64K", "--consumer-delay-us", "2000"});
+    t.result = track(dir, {flood_bin(), "1", std::to_string(n)},
+                     {"--ring-size", "64K", "--consumer-delay-us", std::to_string(2000 * time_factor())});
     t.events = dump(t.result.artifact);
     CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
     check_common(t);
@@ -919,7 +921,9 @@ TEST_CASE("pressure: memtrack killed by SIGKILL while threads are paused: memtra
     const auto guard = mt.guard_pid();
     REQUIRE(guard.has_value());
     REQUIRE(::kill(mt.pid(), SIGKILL) == 0);
-    REQUIRE(mt.wait(10s).has_value());
+    // Its death closes every probe's link; with perf-event uprobes (one per site, on kernels
+    // without uprobe_multi) each waits for an RCU grace period, seconds in a slow guest.
+    REQUIRE(mt.wait(10s * time_factor()).has_value());
     const auto guard_ended = mt.wait_for(*guard, 5s);
     CHECK_MESSAGE(guard_ended.has_value(), "memtrack-guard still there 5 s after memtrack died");
     if (guard_ended) CHECK_MESSAGE(guard_ended->status == 0, "memtrack-guard ", guard_ended->describe());
