@@ -37,8 +37,10 @@ const volatile bool time_parts = false;
  * processes). 0: shared links only, attached at start.
  */
 const volatile bool per_process_links = false;
+/* bpf_send_signal_task exists (user space found it in vmlinux BTF): RESTOPs and USER_STOP re-sends. */
+const volatile bool signal_task = false;
 
-/* Kernel 6.13+; called only when per_process_links, which user space sets on such kernels. */
+/* Kernel 6.13+; called only when signal_task (per_process_links implies it). */
 extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type, __u64 value) __ksym __weak;
 
 /* Shared with user space through the skeleton's mmapped .bss. */
@@ -1096,10 +1098,10 @@ int BPF_PROG(on_exit, struct task_struct *task)
 /* The si_value of a RESTOP's SIGSTOP (hold.h), which tells it from every other SIGSTOP. */
 #define MT_RESTOP_TAG 0x706f747365726d74ULL
 
-/* RESTOPs need bpf_send_signal_task (Linux 6.13+, as per-process links). */
+/* RESTOPs need bpf_send_signal_task (Linux 6.13+), whichever probes serve the processes. */
 static __always_inline bool can_signal_task(void)
 {
-	return per_process_links;
+	return signal_task;
 }
 
 static __always_inline bool is_restop(struct kernel_siginfo *info)

@@ -139,6 +139,7 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
     if (cfg.per_process_links && !s->per_process_)
         log::info("no {}: {}", s->features_.send_signal_task.name, s->features_.send_signal_task.without);
     s->skel_->rodata->per_process_links = s->per_process_;
+    s->skel_->rodata->signal_task = s->features_.send_signal_task.present;
     s->hold_words_ = hold_words_for_pid_max();
     if (bpf_map__set_max_entries(s->skel_->maps.holds, s->hold_words_ / MT_HOLD_WORDS_PER_PAGE) != 0)
         fail("holds resize", errno);

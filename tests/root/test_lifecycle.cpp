@@ -90,9 +90,10 @@ TEST_CASE("lifecycle: SIGCONTs sent to each new child: it is stopped again at on
     INFO("stats: ", t.result.stats.raw);
     INFO("memtrack: ", t.result.run.describe(), "\n", t.result.run.err);
     check_common(t);
-    // Each SIGCONT that ended a pause was answered by a RESTOP (this kernel has the way to).
+    // Each SIGCONT that ended a pause was answered by a RESTOP. New children are held only
+    // where they get probes of their own (elsewhere the shared probes serve them from the start).
     const uint64_t broken = stats_u64(t.result.stats, "holds_broken_by_others");
-    CHECK(broken > 0);
+    if (kernel_has_per_process_probes()) CHECK(broken > 0);
     CHECK(stats_u64(t.result.stats, "holds_restopped") >= broken);
     CHECK(stats_u64(t.result.stats, "holds_unrestored") == 0);
     CHECK(stats_u64(t.result.stats, "spawn_unstopped") == 0);
