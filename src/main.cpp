@@ -69,6 +69,10 @@ int main(int argc, char** argv) {
     t->add_flag("--time-bpf-parts", track.time_bpf_parts,
                 "measuring aid: time each part of the allocation return program (stack walk, hashing, stack "
                 "record, event record) and report the sums in the stats (bpf_parts); adds its own cost");
+    t->add_option("--rss-granularity", track.rss_granularity,
+                  "timeline: record a process's RSS when a counter moves by max(BYTES, 1/64 of it) "
+                  "(default 1048576; 0: every change)");
+    t->add_flag("--no-rss", track.no_rss, "timeline: no RSS records (fork, exec, exit and the rest stay)");
     t->add_option("--max-frames", track.max_frames, "frames per captured stack, 1..127 (default 64)");
     t->add_option("--unwind", track.unwind,
                   "how stacks are walked: cfi (each object's DWARF CFI, through code without frame pointers; "
