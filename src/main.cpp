@@ -94,11 +94,12 @@ int main(int argc, char** argv) {
     auto* d = app.add_subcommand("dump", "print an artifact as JSON lines, or a summary");
     d->add_flag("--summary", dump.summary, "counts and bytes per type, peak live bytes");
     d->add_option("--stacks", dump.stacks_file, "print a .MemtrackStacks.msgpack file, one JSON object per stack");
+    d->add_option("--timeline", dump.timeline_file, "print a .MemtrackTimeline.msgpack file, one JSON object per event");
     d->add_flag("--resolve", dump.resolve, "add each event's symbolized frames (from the stacks file beside it)");
     auto* dump_file = d->add_option("file", dump.file, "a .MemtrackArtifact.msgpack file");
     // FILE is needed unless --stacks alone names what to print.
     d->callback([&] {
-        if (dump.file.empty() && (dump.stacks_file.empty() || dump.resolve || dump.summary))
+        if (dump.file.empty() && ((dump.stacks_file.empty() && dump.timeline_file.empty()) || dump.resolve || dump.summary))
             throw CLI::RequiredError(dump_file->get_name());
     });
 

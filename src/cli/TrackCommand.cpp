@@ -188,19 +188,19 @@ int run_track(const TrackOptions& opt_in) {
         return std::move(f).value();
     };
     ZstdFileWriter artifact = open_output(artifact_name(child.pid()));
-    std::optional<ZstdFileWriter> stacks_file;
-    if (!opt.no_stacks) {
-        try {
-            stacks_file.emplace(open_output(stacks_name(child.pid())));
-        } catch (...) {
-            dir.remove(artifact_name(child.pid()));  // no empty artifact left behind
-            throw;
-        }
+    std::optional<ZstdFileWriter> timeline, stacks_file;
+    try {
+        timeline.emplace(open_output(timeline_name(child.pid())));
+        if (!opt.no_stacks) stacks_file.emplace(open_output(stacks_name(child.pid())));
+    } catch (...) {
+        dir.remove(artifact_name(child.pid()));  // no empty files left behind
+        dir.remove(timeline_name(child.pid()));
+        throw;
     }
 
     std::optional<TrackRun> run;
     try {
-        run.emplace(io, opt, *bpf, std::move(artifact), std::move(stacks_file), std::move(resolver),
+        run.emplace(io, opt, *bpf, std::move(artifact), std::move(*timeline), std::move(stacks_file), std::move(resolver),
                     std::move(unwind_cache), child, control.get(), guard);
     } catch (...) {
         child.abandon();
@@ -218,6 +218,7 @@ int run_track(const TrackOptions& opt_in) {
     if (run->exec_failed()) {
         dir.remove(artifact_name(child.pid()));  // no empty artifact for a command that never ran
         dir.remove(stacks_name(child.pid()));
+        dir.remove(timeline_name(child.pid()));
         const int err = run->exec_error();
         log::error("cannot run {}: {}", argv[0], std::strerror(err));
         return err == ENOENT ? 127 : 126;
