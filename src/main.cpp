@@ -132,6 +132,8 @@ int main(int argc, char** argv) {
     auto* pid_opt = c->add_option("--pid", pid, "process id for " + memtrack::commands_taking("pid"));
     c->add_option("--timeout", ctl.timeout_s, "seconds to wait for the reply (default 60)");
     c->add_option("cmd", ctl.cmd, memtrack::command_names())->required();
+    std::string ctl_name;
+    auto* name_opt = c->add_option("name", ctl_name, "NAME for " + memtrack::commands_taking("name"));
     c->footer(memtrack::commands_help());
 
     try {
@@ -159,6 +161,7 @@ int main(int argc, char** argv) {
         if (*r) return memtrack::run_report(report);
         if (*c) {
             if (*pid_opt) ctl.pid = pid;
+            if (*name_opt) ctl.name = ctl_name;
             return memtrack::run_ctl(ctl);
         }
     } catch (const memtrack::FatalError& e) {

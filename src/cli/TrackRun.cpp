@@ -203,6 +203,13 @@ private:
                 else reply(boost::json::object{{"pid", pid}});
             });
         };
+        h.mark = [this](const std::string& name, ControlHandlers::Reply reply) {
+            if (refuse_after_shutdown(reply)) return;
+            TimelineEvent mark = timeline_event(TimelineEvent::Type::Mark);
+            mark.name = name;
+            events_.sink().note(std::move(mark));
+            reply(boost::json::object{{"mark", name}});
+        };
         h.shutdown = [this](ControlHandlers::Reply reply) { shutdown(Reason::ClientShutdown, 0, std::move(reply)); };
         return h;
     }

@@ -150,4 +150,8 @@
 #define FX_TRIM_A 100003u
 #define FX_TRIM_B 100019u
 
+/* timeline_tree: child 0's exit code, and the anonymous memory child 3 touches (MiB). */
+#define FX_TIMELINE_CODE 42
+#define FX_TIMELINE_TOUCH_MIB 128
+
 #endif
