@@ -5,7 +5,8 @@
  *
  *   child 0   _exit(FX_TIMELINE_CODE)
  *   child 1   killed by its own SIGKILL
- *   child 2   execs EXIT3 with the arguments "exit3", "one two" (exit3 exits 3)
+ *   child 2   mallocs FX_TIMELINE_EXEC_DROP bytes, then execs EXIT3 with the arguments "exit3",
+ *             "one two" (exit3 mallocs FX_EXIT3_SIZE and exits 3 without freeing it)
  *   child 3   maps MIB MiB (default FX_TIMELINE_TOUCH_MIB) of anonymous memory, writes a byte
  *             in every page, exits 0
  *
@@ -66,6 +67,9 @@ int main(int argc, char **argv)
 	pid = fork();
 	FX_REQUIRE(pid >= 0);
 	if (pid == 0) {
+		void *dropped = malloc(fx_size(FX_TIMELINE_EXEC_DROP));
+		FX_REQUIRE(dropped != NULL);
+		fx_escape(dropped);
 		char *args[] = {"exit3", "one two", NULL};
 		execv(argv[1], args);
 		_exit(FX_FIXTURE_BROKEN);

@@ -3,7 +3,8 @@
 // of a process that touches a known amount of anonymous memory.
 #include <doctest/doctest.h>
 
-#include <sys/resource.h>
+#include <boost/json.hpp>
+#include <filesystem>
 
 #include <algorithm>
 #include <cstdint>
@@ -118,4 +119,46 @@ TEST_CASE("timeline: RSS of a process that touches 128 MiB of anonymous memory, 
     CHECK(double(max_anon) <= touched * 1.02);
     CHECK(records >= 64);
     CHECK(records <= 200);
+}
+
+TEST_CASE("timeline: the report ends a heap at its exec (discarded) and at its exit (leaked)") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    TrackResult t = track(dir, {fixture("timeline_tree"), fixture("exit3")});
+    REQUIRE_MESSAGE(t.run.status == 0, t.run.describe());
+    auto report_json = [&](const std::string& artifact) {
+        RunResult r = run({memtrack_bin(), "report", artifact, "--format", "json"}, std::chrono::seconds(120));
+        REQUIRE_MESSAGE(r.status == 0, r.describe());
+        return boost::json::parse(r.out).as_object();
+    };
+    const auto j = report_json(t.artifact);
+    const auto& totals = j.at("totals").as_object();
+    // Child 2 held FX_TIMELINE_EXEC_DROP when it exec'd exit3, which exits holding FX_EXIT3_SIZE.
+    CHECK(totals.at("exec_discarded_bytes").as_int64() == FX_TIMELINE_EXEC_DROP);
+    CHECK(totals.at("exec_discarded_blocks").as_int64() == 1);
+    CHECK(totals.at("live_bytes").as_int64() == FX_EXIT3_SIZE);  // leaked: live at its exit
+    CHECK(totals.at("live_blocks").as_int64() == 1);
+    CHECK(totals.at("live_at_end_bytes").as_int64() == 0);
+    CHECK(j.at("peak").at("bytes").as_int64() == FX_TIMELINE_EXEC_DROP);  // never both at once
+    int found = 0;
+    for (const auto& v : j.at("processes").as_array()) {
+        const auto& p = v.as_object();
+        if (p.at("command").as_string() != "exit3 one two") continue;
+        ++found;
+        CHECK(p.at("parent").as_int64() == t.root_pid);
+        CHECK(p.at("status").as_string() == "exit 3");
+        CHECK(p.at("exec_discarded_bytes").as_int64() == FX_TIMELINE_EXEC_DROP);
+        CHECK(p.at("leaked_bytes").as_int64() == FX_EXIT3_SIZE);
+        CHECK(p.at("heap_peak_bytes").as_int64() == FX_TIMELINE_EXEC_DROP);
+        CHECK(p.at("calls").as_int64() == 2);
+    }
+    CHECK(found == 1);
+
+    // The same artifact without its timeline: both blocks look leaked, both live at once.
+    const std::string alone = dir / "alone.MemtrackArtifact.msgpack";
+    std::filesystem::copy_file(t.artifact, alone);
+    const auto k = report_json(alone);
+    CHECK(k.at("totals").at("live_bytes").as_int64() == FX_TIMELINE_EXEC_DROP + FX_EXIT3_SIZE);
+    CHECK(k.at("peak").at("bytes").as_int64() == FX_TIMELINE_EXEC_DROP + FX_EXIT3_SIZE);
+    CHECK_FALSE(k.at("totals").as_object().contains("exec_discarded_bytes"));
 }
