@@ -114,6 +114,8 @@ int main(int argc, char** argv) {
     r->add_option("--temporary-threshold", report.temporary_threshold,
                   "temporary: freed with at most N other allocations of its thread in between (default 1)");
     r->add_option("--pid", report.pids, "only these processes (repeatable)")->allow_extra_args(false);
+    r->add_option("--command", report.command,
+                  "only the processes whose command line matches REGEX (needs the timeline beside the artifact)");
     r->add_option("--from", report.from, "only from this time on, since the first event (1.5s, 200ms)");
     r->add_option("--to", report.to, "only up to this time, since the first event");
     r->add_option("--focus", report.focus, "only stacks with a frame whose function, file or module matches REGEX");

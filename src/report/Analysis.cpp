@@ -43,6 +43,9 @@ void Analyzer::prefetch_sites(const Event& e) {
 }
 
 void Analyzer::set_processes(ProcessModel model) {
+    std::vector<std::pair<int32_t, std::string>> commands;
+    for (const auto& [pid, info] : model.processes) commands.emplace_back(pid, info.command);
+    filter_.select_commands(commands);
     model_ = std::move(model);
     a_.has_timeline = true;
 }

@@ -109,6 +109,7 @@ public:
     void add(const Event& e);
     // The session's processes, before the first add(): each heap then ends at its exit or exec.
     void set_processes(ProcessModel model);
+    bool has_processes() const { return model_.has_value(); }
     Analysis finish() &&;
 
 private:

@@ -50,6 +50,8 @@ Result<Loaded> load(const std::string& artifact, const LoadOptions& opt) {
             analyzer.set_processes(std::move(model).value());
         }
     }
+    if (opt.filter.command && !analyzer.has_processes())
+        return Error{artifact, {}, 0, "--command needs the timeline beside the artifact (.MemtrackTimeline.msgpack)"};
     std::optional<Progress> progress;
     if (opt.progress) progress.emplace(artifact);
     // Events reach the analyzer kLookahead events after their prefetch() and half as many

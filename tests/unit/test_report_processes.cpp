@@ -169,3 +169,23 @@ TEST_CASE("report with a timeline and --pid: only that process, its peak alone")
     REQUIRE(a.processes.size() == 1);
     CHECK(a.processes[0].pid == 102);
 }
+
+TEST_CASE("report with a timeline and --command: the processes whose command line matches") {
+    FilterOptions f;
+    f.command = std::regex("tree");  // 100 and its children that never exec'd: 101, 103
+    const Analysis a = analyse(true, f);
+    REQUIRE(a.processes.size() == 3);
+    CHECK(a.processes[0].pid == 100);
+    CHECK(a.processes[1].pid == 101);
+    CHECK(a.processes[2].pid == 103);
+    CHECK(a.peak_bytes == 6000);  // 100 and 101 at 3 ms
+    CHECK(a.leaked_bytes == 7000);
+    CHECK(a.exec_discarded_bytes == 0);
+    CHECK(a.live_at_end_bytes == 1000);
+
+    FilterOptions g;
+    g.command = std::regex("^true ");  // 102 after its exec only; its old image ran "sh -c tree"
+    const Analysis b = analyse(true, g);
+    REQUIRE(b.processes.size() == 1);
+    CHECK(b.processes[0].pid == 102);
+}
