@@ -280,6 +280,8 @@ Analysis Analyzer::finish() && {
         for (const auto& [pid, info] : model_->processes) {
             if (!filter_.accepts_pid(pid)) continue;
             process(pid).info = info;
+            // The samples are to a granularity; a process's own mark at its exit is exact.
+            a_.peak_rss_bytes = std::max(a_.peak_rss_bytes, info.rss_peak);
         }
     } else {
         a_.leaked_bytes = heap_bytes_;

@@ -89,7 +89,9 @@ struct Analysis {
     uint64_t live_at_end_blocks = 0;
     uint64_t exec_discarded_bytes = 0;
     uint64_t exec_discarded_blocks = 0;
-    uint64_t peak_rss_bytes = 0;  // highest sum of the live processes' RSS samples
+    // The highest sum of the live processes' RSS samples, and at least each process's exact
+    // high-water mark.
+    uint64_t peak_rss_bytes = 0;
     std::vector<ProcessTotals> processes;  // by pid
     std::vector<Site> sites;               // in order of first allocation
     std::vector<TimelinePoint> timeline;

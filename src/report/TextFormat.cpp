@@ -120,7 +120,7 @@ void header(const Analysis& a, const Style& st, std::string& out) {
                            bytes_and_human(a.exec_discarded_bytes), blocks(a.exec_discarded_blocks));
         out += fmt::format("live at the end of the recording (processes still running): {} in {}\n",
                            bytes_and_human(a.live_at_end_bytes), blocks(a.live_at_end_blocks));
-        out += fmt::format("peak RSS (sum over the processes alive, from the timeline's samples): {}\n",
+        out += fmt::format("peak RSS (sum over the processes alive; at least the largest process's own): {}\n",
                            bytes_and_human(a.peak_rss_bytes));
     }
     const double share = a.calls == 0 ? 0.0 : 100.0 * double(a.temporary_calls) / double(a.calls);

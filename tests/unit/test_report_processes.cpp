@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "report/Analysis.hpp"
+#include "report/FailIf.hpp"
 #include "report/Processes.hpp"
 #include "report/StackTable.hpp"
 
@@ -113,7 +114,8 @@ TEST_CASE("report with a timeline: exits leak, execs discard, the peak is over t
     CHECK(a.exec_discarded_blocks == 1);
     CHECK(a.live_at_end_bytes == 1000);  // 100, still running
     CHECK(a.live_at_end_blocks == 1);
-    CHECK(a.peak_rss_bytes == 112288);  // 100's 12288 + 101's 100000, at 3 ms
+    // Samples: 100's 12288 + 101's 100000 = 112288 at 3 ms; 101's own mark at its exit is higher.
+    CHECK(a.peak_rss_bytes == 200000);
     CHECK(a.replaced_blocks == 0);  // 102's new image reuses its old block's address: no missed free
 
     REQUIRE(a.processes.size() == 4);
@@ -188,4 +190,18 @@ TEST_CASE("report with a timeline and --command: the processes whose command lin
     const Analysis b = analyse(true, g);
     REQUIRE(b.processes.size() == 1);
     CHECK(b.processes[0].pid == 102);
+}
+
+TEST_CASE("report with a timeline: --fail-if rss_peak, live_at_end, exec_discarded") {
+    const Analysis a = analyse(true);
+    CHECK(a.peak_rss_bytes == 200000);  // 101's own mark, above the samples' 112288
+    const Metrics m = metrics(a, nullptr);
+    CHECK(m.at("rss_peak").value == 200000);
+    CHECK(m.at("live_at_end").value == 1000);
+    CHECK(m.at("exec_discarded").value == 7000);
+    auto holds = evaluate(parse_fail_if("rss_peak>190KiB").value(), m);
+    REQUIRE(holds);
+    CHECK(holds.value() == "rss_peak>190KiB holds: rss_peak = 200000");
+    CHECK_FALSE(evaluate(parse_fail_if("rss_peak>200KiB").value(), m).value());
+    CHECK_FALSE(metrics(analyse(false), nullptr).contains("rss_peak"));
 }
