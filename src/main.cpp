@@ -73,6 +73,10 @@ int main(int argc, char** argv) {
     t->add_flag("--time-bpf-parts", track.time_bpf_parts,
                 "measuring aid: time each part of the allocation return program (stack walk, hashing, stack "
                 "record, event record) and report the sums in the stats (bpf_parts); adds its own cost");
+    t->add_option("--rss-granularity", track.rss_granularity,
+                  "timeline: record a process's RSS when a counter moves by max(BYTES, 1/64 of it) "
+                  "(default 1048576; 0: every change)");
+    t->add_flag("--no-rss", track.no_rss, "timeline: no RSS records (fork, exec, exit and the rest stay)");
     t->add_option("--max-frames", track.max_frames, "frames per captured stack, 1..127 (default 64)");
     t->add_option("--unwind", track.unwind,
                   "how stacks are walked: cfi (each object's DWARF CFI, through code without frame pointers; "
@@ -94,11 +98,12 @@ int main(int argc, char** argv) {
     auto* d = app.add_subcommand("dump", "print an artifact as JSON lines, or a summary");
     d->add_flag("--summary", dump.summary, "counts and bytes per type, peak live bytes");
     d->add_option("--stacks", dump.stacks_file, "print a .MemtrackStacks.msgpack file, one JSON object per stack");
+    d->add_option("--timeline", dump.timeline_file, "print a .MemtrackTimeline.msgpack file, one JSON object per event");
     d->add_flag("--resolve", dump.resolve, "add each event's symbolized frames (from the stacks file beside it)");
     auto* dump_file = d->add_option("file", dump.file, "a .MemtrackArtifact.msgpack file");
     // FILE is needed unless --stacks alone names what to print.
     d->callback([&] {
-        if (dump.file.empty() && (dump.stacks_file.empty() || dump.resolve || dump.summary))
+        if (dump.file.empty() && ((dump.stacks_file.empty() && dump.timeline_file.empty()) || dump.resolve || dump.summary))
             throw CLI::RequiredError(dump_file->get_name());
     });
 
@@ -113,6 +118,8 @@ int main(int argc, char** argv) {
     r->add_option("--temporary-threshold", report.temporary_threshold,
                   "temporary: freed with at most N other allocations of its thread in between (default 1)");
     r->add_option("--pid", report.pids, "only these processes (repeatable)")->allow_extra_args(false);
+    r->add_option("--command", report.command,
+                  "only the processes whose command line matches REGEX (needs the timeline beside the artifact)");
     r->add_option("--from", report.from, "only from this time on, since the first event (1.5s, 200ms)");
     r->add_option("--to", report.to, "only up to this time, since the first event");
     r->add_option("--focus", report.focus, "only stacks with a frame whose function, file or module matches REGEX");
@@ -131,6 +138,8 @@ int main(int argc, char** argv) {
     auto* pid_opt = c->add_option("--pid", pid, "process id for " + memtrack::commands_taking("pid"));
     c->add_option("--timeout", ctl.timeout_s, "seconds to wait for the reply (default 60)");
     c->add_option("cmd", ctl.cmd, memtrack::command_names())->required();
+    std::string ctl_name;
+    auto* name_opt = c->add_option("name", ctl_name, "NAME for " + memtrack::commands_taking("name"));
     c->footer(memtrack::commands_help());
 
     auto* doctor = app.add_subcommand(
@@ -162,6 +171,7 @@ int main(int argc, char** argv) {
         if (*r) return memtrack::run_report(report);
         if (*c) {
             if (*pid_opt) ctl.pid = pid;
+            if (*name_opt) ctl.name = ctl_name;
             return memtrack::run_ctl(ctl);
         }
     } catch (const memtrack::FatalError& e) {

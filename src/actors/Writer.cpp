@@ -3,17 +3,52 @@
 #include <boost/asio/post.hpp>
 
 #include "core/Clock.hpp"
+#include "core/Log.hpp"
 #include "format/ArtifactEncoder.hpp"
 
 namespace memtrack {
 
 namespace asio = boost::asio;
 
-Writer::Writer(asio::io_context& io, BatchQueue& in, ZstdFileWriter artifact)
-    : BatchSink(io, in), artifact_(std::move(artifact)) {}
+Writer::Writer(asio::io_context& io, BatchQueue& in, ZstdFileWriter artifact, std::optional<ZstdFileWriter> timeline)
+    : BatchSink(io, in), artifact_(std::move(artifact)), timeline_(std::move(timeline)) {}
 
-void Writer::add_root_process(int32_t pid, uint64_t start_ns) {
-    asio::post(strand(), [this, pid, start_ns] { live_processes_.emplace(pid, start_ns); });
+void Writer::add_root_process(TimelineEvent start) {
+    asio::post(strand(), [this, start = std::move(start)] {
+        live_processes_.emplace(start.pid, start.time);
+        on_timeline_event(start);
+        write_timeline();
+    });
+}
+
+void Writer::note(TimelineEvent e) {
+    asio::post(strand(), [this, e = std::move(e)] {
+        on_timeline_event(e);
+        write_timeline();
+    });
+}
+
+void Writer::on_timeline_event(const TimelineEvent& e) {
+    switch (e.type) {
+    case TimelineEvent::Type::Fork:
+        live_processes_.emplace(e.pid, e.time);
+        break;
+    case TimelineEvent::Type::Exit:
+        if (auto it = live_processes_.find(e.pid); it != live_processes_.end()) {
+            counters_.process_lifetime_ns.add(e.time - it->second);
+            live_processes_.erase(it);
+        }
+        break;
+    default:
+        break;
+    }
+    if (timeline_) encode_timeline_event(e, tbuf_);
+}
+
+void Writer::write_timeline() {
+    if (tbuf_.empty() || !timeline_ || failed()) return tbuf_.clear();
+    if (auto r = timeline_->write(tbuf_); !r) fail(r.error());
+    tbuf_.clear();
 }
 
 void Writer::write_batch(const RecordBatch& b) {
@@ -31,22 +66,9 @@ void Writer::write_batch(const RecordBatch& b) {
             allocations += is_allocation(kind);
             continue;
         }
-        auto ev = decode_record(r);
-        if (!ev) continue;
-        switch (ev->kind) {
-        case EventKind::Fork:
-            live_processes_.emplace(int32_t(ev->addr), ev->timestamp);
-            break;
-        case EventKind::Exit:
-            if (auto it = live_processes_.find(ev->pid); it != live_processes_.end()) {
-                counters_.process_lifetime_ns.add(ev->timestamp - it->second);
-                live_processes_.erase(it);
-            }
-            break;
-        default:  // Exec
-            break;
-        }
+        timeline_records_.add(r, [this](const TimelineEvent& e) { on_timeline_event(e); });
     }
+    write_timeline();
     if (failed()) return counters_.unwritten.add(b.records.size());
     unflushed_records_ += b.records.size();
     unflushed_events_ += artifact_events;
@@ -71,16 +93,29 @@ Result<void> Writer::flush_file() {
     credited_raw_ = artifact_.raw_bytes();
     if (r) credit_written();
     else lose_unwritten();
+    if (r && timeline_) r = timeline_->flush();
     return r;
 }
 
 Result<void> Writer::finish_file() {
     const uint64_t now = monotonic_ns();
-    for (auto& [pid, start] : live_processes_) counters_.process_lifetime_ns.add(now - start);
+    for (auto& [pid, start] : live_processes_) {
+        counters_.process_lifetime_ns.add(now - start);
+        TimelineEvent detach;
+        detach.type = TimelineEvent::Type::Detach;
+        detach.time = now;
+        detach.pid = pid;
+        if (timeline_) encode_timeline_event(detach, tbuf_);
+    }
     live_processes_.clear();
+    if (timeline_records_.unfinished_execs() || timeline_records_.unexpected())
+        log::warn("timeline: {} exec(s) without all their arguments, {} unexpected record(s)",
+                  timeline_records_.unfinished_execs(), timeline_records_.unexpected());
+    write_timeline();
     auto r = artifact_.finish();
     if (r) credit_written();
     else lose_unwritten();
+    if (r && timeline_) r = timeline_->finish();
     return r;
 }
 

@@ -12,6 +12,7 @@
 #include "record.h"
 #include "hold.h"
 #include "nesting.h"
+#include "rss.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -943,6 +944,73 @@ int alloc_return(struct pt_regs *ctx)
 	return 0;
 }
 
+/* ---- the timeline's records (docs/FORMATS.md): exec's text, RSS ---- */
+
+/* An exec's path and arguments, copied once before they are cut into records. */
+struct mt_exec_scratch {
+	char path[MT_EXEC_PATH_MAX + MT_EXEC_TEXT_BYTES];
+	char args[MT_EXEC_ARGS_MAX + MT_EXEC_TEXT_BYTES];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct mt_exec_scratch);
+} exec_scratch SEC(".maps");
+
+/*
+ * Sends `text[0, len)` as MT_KIND_EXEC_TEXT records through the events ring, the route the
+ * MT_KIND_EXEC before them took, so user space finds them in order behind it. At least one
+ * record even for an empty text: the arguments' last piece is what completes an exec.
+ */
+static __always_inline void emit_exec_text(const char *text, __u32 len, __u32 max, __u32 part, __u32 flags,
+					   __u64 ts, __u64 ids)
+{
+	for (__u32 off = 0; off < max; off += MT_EXEC_TEXT_BYTES) {
+		if (off && off >= len)
+			break;
+		struct mt_record *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+		if (!r) {
+			count(MT_COUNTER_DROPPED);
+			return;
+		}
+		r->timestamp = ts;
+		__builtin_memcpy(&r->addr, text + off, 8);
+		__builtin_memcpy(&r->old_addr, text + off + 8, 8);
+		__builtin_memcpy(&r->stack_hash, text + off + 16, 8);
+		r->size_kind = mt_pack_size_kind(mt_exec_text_size(part, len, off), MT_KIND_EXEC_TEXT, flags);
+		r->pid = ids >> 32;
+		r->tid = (__u32)ids;
+		__u64 fill = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+		bpf_ringbuf_submit(r, fill < wakeup_bytes ? BPF_RB_NO_WAKEUP : 0);
+		note_fill(0, fill);
+	}
+}
+
+/* The exec that just happened in the current process: its path and its new image's argv. */
+static __always_inline void emit_exec_texts(struct linux_binprm *bprm)
+{
+	__u32 zero = 0;
+	struct mt_exec_scratch *s = bpf_map_lookup_elem(&exec_scratch, &zero);
+	if (!s)
+		return;
+	__u64 ts = bpf_ktime_get_ns(), ids = current_ids();
+	long plen = bpf_probe_read_kernel_str(s->path, MT_EXEC_PATH_MAX, BPF_CORE_READ(bprm, filename));
+	__u32 path_len = plen > 1 ? plen - 1 : 0; /* without its NUL */
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 start = BPF_CORE_READ(task, mm, arg_start), end = BPF_CORE_READ(task, mm, arg_end);
+	__u64 len = end > start ? end - start : 0;
+	__u32 flags = 0;
+	if (len > MT_EXEC_ARGS_MAX) {
+		len = MT_EXEC_ARGS_MAX;
+		flags = MT_FLAG_TEXT_CUT;
+	}
+	if (len && bpf_probe_read_user(s->args, len, (void *)start) != 0)
+		len = 0;
+	emit_exec_text(s->path, path_len, MT_EXEC_PATH_MAX, MT_EXEC_PATH, 0, ts, ids);
+	emit_exec_text(s->args, len, MT_EXEC_ARGS_MAX, MT_EXEC_ARGS, flags, ts, ids);
+}
+
 /* ---- process life ---- */
 
 /* The process, just held for `reason` before running code of its own, resumes with these
@@ -1041,6 +1109,7 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	bpf_map_delete_elem(&maps_known, &tgid); /* a new image: its mappings must be read again */
 	bpf_map_delete_elem(&unwind_procs, &tgid); /* and described again, while it is held below */
 	emit(MT_KIND_EXEC, 0, 0, 0, 0);
+	emit_exec_texts(bprm);
 	/* Its executable (a static one holds its allocator) is probed before its first instruction. */
 	if (!hold_for_new_code(MT_CODE_EXEC))
 		return 0;
@@ -1271,5 +1340,135 @@ int find_pidns(void *ctx)
 	pidns_addr = (__u64)up.ns;
 	pidns_level = level;
 	memtrack_tgid = BPF_CORE_READ(self, tgid);
+	return 0;
+}
+
+/*
+ * RSS for the timeline (rss.h says when a record is written). The tracepoint fires for whichever
+ * mm changed, from whichever task changed it (a fault: the process itself; reclaim: kswapd), so
+ * the process is the mm's owner. Records are written for tracked processes only, and not while
+ * the process tears its memory down at exit (its live count is 0 by then).
+ */
+const volatile bool record_rss = true;
+const volatile __u64 rss_granularity = 1 << 20;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1 << 16);
+	__type(key, __u32);
+	__type(value, struct mt_rss_sent);
+} rss_sent SEC(".maps");
+
+/* Linux before 6.2 kept the counters as atomics, not per-CPU counters. */
+struct mm_rss_stat___atomic {
+	atomic_long_t count[MT_RSS_MEMBERS];
+};
+struct mm_struct___atomic {
+	struct mm_rss_stat___atomic rss_stat;
+};
+
+#define MT_PAGE_SHIFT 12
+
+/* The mm's counters as the kernel reads them for /proc (the per-CPU counters' shared value). */
+static __always_inline void read_rss(struct mm_struct *mm, __u64 out[MT_RSS_MEMBERS])
+{
+	__s64 v[MT_RSS_MEMBERS] = {};
+	if (bpf_core_type_exists(struct mm_rss_stat___atomic)) {
+		struct mm_struct___atomic *old = (void *)mm;
+		v[0] = BPF_CORE_READ(old, rss_stat.count[0].counter);
+		v[1] = BPF_CORE_READ(old, rss_stat.count[1].counter);
+		v[2] = BPF_CORE_READ(old, rss_stat.count[2].counter);
+		v[3] = BPF_CORE_READ(old, rss_stat.count[3].counter);
+	} else {
+		v[0] = BPF_CORE_READ(mm, rss_stat[0].count);
+		v[1] = BPF_CORE_READ(mm, rss_stat[1].count);
+		v[2] = BPF_CORE_READ(mm, rss_stat[2].count);
+		v[3] = BPF_CORE_READ(mm, rss_stat[3].count);
+	}
+	for (int m = 0; m < MT_RSS_MEMBERS; m++)
+		out[m] = v[m] > 0 ? (__u64)v[m] << MT_PAGE_SHIFT : 0;
+}
+
+SEC("tp_btf/rss_stat")
+int BPF_PROG(on_rss, struct mm_struct *mm, int member)
+{
+	if (!record_rss)
+		return 0;
+	struct task_struct *owner = NULL;
+	if (bpf_core_field_exists(mm->owner))
+		owner = BPF_CORE_READ(mm, owner);
+	if (!owner) {
+		struct task_struct *self = bpf_get_current_task_btf();
+		if (BPF_CORE_READ(self, mm) != mm)
+			return 0;
+		owner = self;
+	}
+	if (BPF_CORE_READ(owner, signal, live.counter) == 0)
+		return 0; /* exiting: its memory goes, the exit's record says how much it held */
+	__u32 tgid = ns_tgid(owner);
+	if (!tgid || !bpf_map_lookup_elem(&tracked, &tgid))
+		return 0;
+	__u64 now[MT_RSS_MEMBERS];
+	read_rss(mm, now);
+	struct mt_rss_sent *sent = bpf_map_lookup_elem(&rss_sent, &tgid);
+	if (!sent) {
+		struct mt_rss_sent zero = {};
+		bpf_map_update_elem(&rss_sent, &tgid, &zero, BPF_NOEXIST);
+		sent = bpf_map_lookup_elem(&rss_sent, &tgid);
+		if (!sent)
+			return 0;
+	} else if (!mt_rss_moved(sent, now, rss_granularity)) {
+		return 0;
+	}
+	/* Two threads may both decide to write: two records, never a missed one. */
+	for (int m = 0; m < MT_RSS_MEMBERS; m++)
+		sent->bytes[m] = now[m];
+	struct mt_record *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count(MT_COUNTER_DROPPED);
+		return 0;
+	}
+	r->timestamp = bpf_ktime_get_ns();
+	r->addr = now[MT_RSS_ANON];
+	r->old_addr = now[MT_RSS_FILE];
+	r->stack_hash = now[MT_RSS_SHMEM];
+	r->size_kind = mt_pack_size_kind(now[MT_RSS_SWAP], MT_KIND_RSS, 0);
+	r->pid = tgid;
+	r->tid = (__u32)member;
+	__u64 fill = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	bpf_ringbuf_submit(r, fill < wakeup_bytes ? BPF_RB_NO_WAKEUP : 0);
+	note_fill(0, fill);
+	return 0;
+}
+
+/*
+ * A process's RSS high-water mark, when its last thread exits: the kernel folds its mm's mark
+ * into signal->maxrss (what getrusage's ru_maxrss reports: the highest over the process's life,
+ * across execs) before this tracepoint. Attached ahead of on_exit, which forgets the process.
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit_rss, struct task_struct *task)
+{
+	if (!record_rss || !last_thread(task))
+		return 0; /* other threads run on */
+	__u32 tgid = ns_tgid(task);
+	if (!tgid)
+		return 0;
+	bool seen = bpf_map_delete_elem(&rss_sent, &tgid) == 0;
+	if (!seen && !bpf_map_lookup_elem(&tracked, &tgid))
+		return 0;
+	struct mt_record *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count(MT_COUNTER_DROPPED);
+		return 0;
+	}
+	__builtin_memset(r, 0, sizeof(*r));
+	r->timestamp = bpf_ktime_get_ns();
+	r->size_kind = mt_pack_size_kind(BPF_CORE_READ(task, signal, maxrss) << MT_PAGE_SHIFT, MT_KIND_RSS_PEAK, 0);
+	r->pid = tgid;
+	r->tid = ns_ids(task);
+	__u64 fill = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	bpf_ringbuf_submit(r, fill < wakeup_bytes ? BPF_RB_NO_WAKEUP : 0);
+	note_fill(0, fill);
 	return 0;
 }

@@ -27,6 +27,45 @@ enum mt_kind {
 	MT_KIND_FORK = 16, /* addr = child pid */
 	MT_KIND_EXEC = 17,
 	MT_KIND_EXIT = 18, /* size = exit code */
+	/*
+	 * The timeline's records (docs/FORMATS.md), also kept out of the artifact. RSS: pid is the
+	 * process whose memory it is (not always the current one), tid the counter that moved
+	 * (mt_rss_member); addr = anon, old_addr = file, stack_hash = shmem, size = swap, in bytes.
+	 */
+	MT_KIND_RSS = 19,
+	MT_KIND_RSS_PEAK = 20, /* size = the process's RSS high-water mark in bytes, at its exit */
+	/*
+	 * One piece of an exec's text, right after its MT_KIND_EXEC (same pid, same timestamp):
+	 * MT_EXEC_TEXT_BYTES bytes in addr, old_addr, stack_hash (in that order), where size says
+	 * which text (mt_exec_part), its whole length and this piece's offset in it. Every exec
+	 * sends its path's pieces, then its arguments' (NUL-separated, as the kernel keeps them),
+	 * at least one piece each: the arguments' last piece completes the exec.
+	 */
+	MT_KIND_EXEC_TEXT = 21,
+};
+
+enum mt_exec_part {
+	MT_EXEC_PATH = 0, /* the path exec was given (linux_binprm's filename) */
+	MT_EXEC_ARGS = 1, /* argv as the new image sees it: arg_start..arg_end of its memory */
+};
+#define MT_EXEC_TEXT_BYTES 24
+#define MT_EXEC_PATH_MAX 256
+#define MT_EXEC_ARGS_MAX 4096 /* longer argument lists are cut: MT_FLAG_TEXT_CUT */
+static inline __u64 mt_exec_text_size(__u32 part, __u32 total, __u32 offset)
+{
+	return ((__u64)(part & 0xff) << 40) | ((__u64)(total & 0xfffff) << 20) | (offset & 0xfffff);
+}
+#define MT_EXEC_TEXT_PART(size) ((__u32)((size) >> 40) & 0xff)
+#define MT_EXEC_TEXT_TOTAL(size) ((__u32)((size) >> 20) & 0xfffff)
+#define MT_EXEC_TEXT_OFFSET(size) ((__u32)(size)&0xfffff)
+
+/* Which mm counter an RSS record's move came from: the kernel's MM_* order. */
+enum mt_rss_member {
+	MT_RSS_FILE = 0,
+	MT_RSS_ANON = 1,
+	MT_RSS_SWAP = 2,
+	MT_RSS_SHMEM = 3,
+	MT_RSS_MEMBERS = 4,
 };
 
 /* jemalloc's mallocx flags (jemalloc.h): log2 of the alignment in the low bits, and zeroing. */
@@ -35,6 +74,7 @@ enum mt_kind {
 
 /* Bits of mt_record.flags. */
 #define MT_FLAG_OLD_ADDR 0x1u /* old_addr is known (Realloc) */
+#define MT_FLAG_TEXT_CUT 0x2u /* MT_KIND_EXEC_TEXT: the text was longer than its maximum */
 
 /*
  * 48 bytes, so one record costs 56 bytes of ring with the kernel's 8-byte header. `size_kind`

@@ -146,6 +146,7 @@ int run_ctl(const CtlOptions& opts) {
         const Deadline deadline(opts.timeout_s);
         json::object request{{"cmd", opts.cmd}, {"id", 1}};
         if (opts.pid) request["pid"] = *opts.pid;
+        if (opts.name) request["name"] = *opts.name;
         std::string line = json::serialize(request);
         line += '\n';
 

@@ -12,6 +12,7 @@ struct CtlOptions {
     std::string cmd;             // sent as given: the server checks it (control/Commands.hpp)
     std::optional<int64_t> pid;  // sent as "pid" when given (the commands that take a pid need it)
     double timeout_s = 60;       // for connecting, sending and the reply together; <= 0: no limit
+    std::optional<std::string> name;  // sent as "name" when given (`mark NAME`)
 };
 
 // Returns the process exit code: 0 when the reply says "ok": true, 1 when it says false (the

@@ -12,11 +12,13 @@
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
 #include <fmt/format.h>
+#include <msgpack.hpp>
 
 #include "core/OutputFiles.hpp"
 #include "format/ArtifactReader.hpp"
 #include "format/JsonLines.hpp"
 #include "format/StacksFile.hpp"
+#include "format/Timeline.hpp"
 #include "format/Summary.hpp"
 #include "report/StackTable.hpp"
 
@@ -97,6 +99,44 @@ int dump_stacks(const std::string& path) {
     return finish(failures);
 }
 
+// A decoded MessagePack value as JSON, keys in their order: the timeline's encoder alone says
+// what an event holds.
+boost::json::value msgpack_to_json(const msgpack::object& o) {
+    switch (o.type) {
+        case msgpack::type::BOOLEAN: return o.via.boolean;
+        case msgpack::type::POSITIVE_INTEGER: return o.via.u64;
+        case msgpack::type::NEGATIVE_INTEGER: return o.via.i64;
+        case msgpack::type::STR: return boost::json::string(o.via.str.ptr, o.via.str.size);
+        case msgpack::type::ARRAY: {
+            boost::json::array a;
+            for (uint32_t i = 0; i < o.via.array.size; ++i) a.push_back(msgpack_to_json(o.via.array.ptr[i]));
+            return a;
+        }
+        case msgpack::type::MAP: {
+            boost::json::object m;
+            for (uint32_t i = 0; i < o.via.map.size; ++i) {
+                const auto& k = o.via.map.ptr[i].key;
+                m[boost::json::string_view(k.via.str.ptr, k.via.str.size)] = msgpack_to_json(o.via.map.ptr[i].val);
+            }
+            return m;
+        }
+        default: return nullptr;
+    }
+}
+
+int dump_timeline(const std::string& path) {
+    std::string line, packed;
+    auto result = read_timeline(path, [&](TimelineEvent&& e) {
+        packed.clear();
+        encode_timeline_event(e, packed);
+        const msgpack::object_handle h = msgpack::unpack(packed.data(), packed.size());
+        print_line(msgpack_to_json(h.get()).as_object(), line);
+    });
+    std::vector<Failure> failures;
+    if (!result) failures.push_back({path, result.error().message()});
+    return finish(failures);
+}
+
 int dump_resolved(const DumpOptions& opts) {
     std::vector<Failure> failures;
     // Stacks first: each appears once, and events refer to them by hash from anywhere in the file.
@@ -134,6 +174,7 @@ int run_dump(const DumpOptions& opts) {
     }
     if (opts.resolve) return dump_resolved(opts);
     if (!opts.stacks_file.empty()) return dump_stacks(opts.stacks_file);
+    if (!opts.timeline_file.empty()) return dump_timeline(opts.timeline_file);
 
     Summary summary;
     std::string line;

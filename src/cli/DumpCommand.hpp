@@ -20,6 +20,8 @@ struct DumpOptions {
     // --resolve: print the events of `file` as plain dump does, each with a "frames" array from
     // the stacks file beside it (<prefix>.MemtrackStacks.msgpack for <prefix>.MemtrackArtifact.msgpack).
     bool resolve = false;
+    // --timeline FILE: alone, print this timeline file, one JSON object per event.
+    std::string timeline_file;
 };
 
 // Returns the process exit code: 0 when every file read decoded whole, 1 otherwise. On an error

@@ -60,6 +60,7 @@ LoadOptions load_options(const ReportOptions& opt) {
     if (!opt.to.empty()) f.to_ns = duration_option("--to", opt.to);
     if (f.from_ns && f.to_ns && *f.from_ns > *f.to_ns) throw BadOption{"--from is after --to"};
     if (!opt.focus.empty()) f.focus = regex_option("--focus", opt.focus);
+    if (!opt.command.empty()) f.command = regex_option("--command", opt.command);
     if (!opt.ignore.empty()) f.ignore = regex_option("--ignore", opt.ignore);
     if (!opt.min_size.empty()) f.min_size = size_option("--min-size", opt.min_size);
     if (!opt.max_size.empty()) f.max_size = size_option("--max-size", opt.max_size);

@@ -16,6 +16,7 @@ struct ReportOptions {
     size_t limit = 10;
     uint64_t temporary_threshold = 1;
     std::vector<int32_t> pids;
+    std::string command;           // --command REGEX (ECMAScript), matched against the timeline's command lines
     std::string from, to;          // durations since the first event
     std::string focus, ignore;     // regular expressions (ECMAScript)
     std::string min_size, max_size;

@@ -159,6 +159,8 @@ int run_track(const TrackOptions& opt_in) {
         cfg.place_probes = !opt.probe_at_entry;
         cfg.max_frames = opt.max_frames;
         cfg.time_parts = opt.time_bpf_parts;
+        cfg.record_rss = !opt.no_rss;
+        cfg.rss_granularity = opt.rss_granularity;
         cfg.unwind_cfi = opt.unwind == "cfi";
         cfg.unwind_rows = opt.unwind_rows;
         cfg.stack_ring_bytes = opt.stack_ring_size;
@@ -188,19 +190,19 @@ int run_track(const TrackOptions& opt_in) {
         return std::move(f).value();
     };
     ZstdFileWriter artifact = open_output(artifact_name(child.pid()));
-    std::optional<ZstdFileWriter> stacks_file;
-    if (!opt.no_stacks) {
-        try {
-            stacks_file.emplace(open_output(stacks_name(child.pid())));
-        } catch (...) {
-            dir.remove(artifact_name(child.pid()));  // no empty artifact left behind
-            throw;
-        }
+    std::optional<ZstdFileWriter> timeline, stacks_file;
+    try {
+        timeline.emplace(open_output(timeline_name(child.pid())));
+        if (!opt.no_stacks) stacks_file.emplace(open_output(stacks_name(child.pid())));
+    } catch (...) {
+        dir.remove(artifact_name(child.pid()));  // no empty files left behind
+        dir.remove(timeline_name(child.pid()));
+        throw;
     }
 
     std::optional<TrackRun> run;
     try {
-        run.emplace(io, opt, *bpf, std::move(artifact), std::move(stacks_file), std::move(resolver),
+        run.emplace(io, opt, *bpf, std::move(artifact), std::move(*timeline), std::move(stacks_file), std::move(resolver),
                     std::move(unwind_cache), child, control.get(), guard);
     } catch (...) {
         child.abandon();
@@ -218,6 +220,7 @@ int run_track(const TrackOptions& opt_in) {
     if (run->exec_failed()) {
         dir.remove(artifact_name(child.pid()));  // no empty artifact for a command that never ran
         dir.remove(stacks_name(child.pid()));
+        dir.remove(timeline_name(child.pid()));
         const int err = run->exec_error();
         log::error("cannot run {}: {}", argv[0], std::strerror(err));
         return err == ENOENT ? 127 : 126;

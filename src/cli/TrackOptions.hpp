@@ -29,6 +29,10 @@ struct TrackOptions {
     bool system_wide_probes = false;  // probes trap in every process, not only the tracked ones
     bool debuginfod = false;  // let libdw ask DEBUGINFOD_URLS' servers for missing debug info
     uint32_t max_frames = 64;
+    // The timeline's RSS records: one when a counter moves by max(this, 1/64 of it); 0: every
+    // change. --no-rss: none.
+    uint64_t rss_granularity = 1ull << 20;
+    bool no_rss = false;
     bool time_bpf_parts = false;  // the return program times its parts (stats bpf_parts)
     std::string unwind = "cfi";      // how stacks are walked: cfi (the objects' CFI) or fp (frame pointers)
     uint32_t unwind_rows = 1u << 22;  // room for every object's unwind rows

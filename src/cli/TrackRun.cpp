@@ -28,7 +28,9 @@
 #include "core/Log.hpp"
 #include "core/OutputFiles.hpp"
 #include "core/Result.hpp"
+#include "format/Timeline.hpp"
 #include "format/ZstdFileWriter.hpp"
+#include "process/ProcessCommand.hpp"
 #include "probes/BpfSession.hpp"
 #include "process/AttachCheck.hpp"
 #include "process/ChildLauncher.hpp"
@@ -47,14 +49,14 @@ namespace asio = boost::asio;
 class TrackRun::Impl {
 public:
     Impl(asio::io_context& io, const TrackOptions& opt, BpfSession& bpf, ZstdFileWriter artifact,
-         std::optional<ZstdFileWriter> stacks_file, std::unique_ptr<Resolver> resolver,
+         ZstdFileWriter timeline, std::optional<ZstdFileWriter> stacks_file, std::unique_ptr<Resolver> resolver,
          std::shared_ptr<const CfiTableCache> unwind_cache, HeldChild& child, Control* control, const StopGuard& guard)
         : io_(io), opt_(opt), bpf_(bpf), child_(child), control_(control),
           hold_maps_(value_or_throw(HoldMaps::open(bpf.holds_map_fd(), bpf.held_map_fd(), bpf.hold_words(),
                                                    bpf.holds_outstanding()))),
           holds_(io_, hold_maps_, hold_signals_, [&bpf](uint32_t i) { return bpf.counter(i); }),
           events_(io, value_or_throw(RingView::map(bpf.events_ring_fd())), consumer_options(RingConsumer::Records::Events),
-                  std::move(artifact)),
+                  std::move(artifact), std::move(timeline)),
           pressure_(io_, holds_, WatermarkPolicy{opt.stop_fill, opt.resume_fill}),
           exit_watch_(io_, ::dup(child.pidfd())), guard_(guard), guard_watch_(io_, ::dup(guard.pidfd())),
           signals_(io_, SIGINT, SIGTERM, SIGHUP) {
@@ -73,7 +75,7 @@ public:
             unwind_ = value_or_throw(UnwindTables::open(bpf_, std::move(unwind_cache)));
         links_.emplace(io_, bpf_, holds_, unwind_.get());
         if (auto r = links_->attach_now(child.pid()); !r) throw FatalError("BPF attach failed: " + r.error().message());
-        events_.sink().add_root_process(child.pid(), monotonic_ns());
+        events_.sink().add_root_process(timeline_event(TimelineEvent::Type::Start, child.pid()));
         if (control_) control_->set_handlers(control_handlers());
     }
 
@@ -150,6 +152,14 @@ private:
         if (stacks_) fn(*stacks_);
     }
 
+    static TimelineEvent timeline_event(TimelineEvent::Type type, int32_t pid = 0) {
+        TimelineEvent e;
+        e.type = type;
+        e.time = monotonic_ns();
+        e.pid = pid;
+        return e;
+    }
+
     // Once shutdown has begun the recording is over: nothing may turn it back on, drain what is
     // being closed or attach anything more.
     bool refuse_after_shutdown(const ControlHandlers::Reply& reply) {
@@ -163,6 +173,7 @@ private:
         h.set_recording = [this](bool on, ControlHandlers::Reply reply) {
             if (refuse_after_shutdown(reply)) return;
             bpf_.set_recording(on);
+            events_.sink().note(timeline_event(on ? TimelineEvent::Type::Enable : TimelineEvent::Type::Disable));
             reply(boost::json::object{{"recording", on}});
         };
         h.drain = [this](ControlHandlers::Reply reply) {
@@ -183,11 +194,22 @@ private:
             } catch (const FatalError& e) {
                 return reply(Error{"attach", std::to_string(pid), 0, e.what()});
             }
-            events_.sink().add_root_process(pid, monotonic_ns());
+            TimelineEvent attached = timeline_event(TimelineEvent::Type::Attach, pid);
+            ProcessCommand command = read_process_command(pid);
+            attached.path = std::move(command.path);
+            attached.argv = split_argv(command.args);
+            events_.sink().add_root_process(std::move(attached));
             links_->attach(pid, [pid, reply = std::move(reply)](Result<void> r) {
                 if (!r) reply(r.error());
                 else reply(boost::json::object{{"pid", pid}});
             });
+        };
+        h.mark = [this](const std::string& name, ControlHandlers::Reply reply) {
+            if (refuse_after_shutdown(reply)) return;
+            TimelineEvent mark = timeline_event(TimelineEvent::Type::Mark);
+            mark.name = name;
+            events_.sink().note(std::move(mark));
+            reply(boost::json::object{{"mark", name}});
         };
         h.shutdown = [this](ControlHandlers::Reply reply) { shutdown(Reason::ClientShutdown, 0, std::move(reply)); };
         return h;
@@ -407,10 +429,10 @@ private:
 };
 
 TrackRun::TrackRun(asio::io_context& io, const TrackOptions& opt, BpfSession& bpf, ZstdFileWriter artifact,
-                   std::optional<ZstdFileWriter> stacks_file, std::unique_ptr<Resolver> resolver,
+                   ZstdFileWriter timeline, std::optional<ZstdFileWriter> stacks_file, std::unique_ptr<Resolver> resolver,
                    std::shared_ptr<const CfiTableCache> unwind_cache, HeldChild& child, Control* control,
                    const StopGuard& guard)
-    : impl_(std::make_unique<Impl>(io, opt, bpf, std::move(artifact), std::move(stacks_file), std::move(resolver),
+    : impl_(std::make_unique<Impl>(io, opt, bpf, std::move(artifact), std::move(timeline), std::move(stacks_file), std::move(resolver),
                                    std::move(unwind_cache), child, control, guard)) {}
 TrackRun::~TrackRun() = default;
 int TrackRun::run() { return impl_->run(); }

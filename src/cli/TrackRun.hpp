@@ -24,7 +24,7 @@ class StopGuard;
 class TrackRun {
 public:
     TrackRun(boost::asio::io_context& io, const TrackOptions& opt, BpfSession& bpf, ZstdFileWriter artifact,
-             std::optional<ZstdFileWriter> stacks_file, std::unique_ptr<Resolver> resolver,
+             ZstdFileWriter timeline, std::optional<ZstdFileWriter> stacks_file, std::unique_ptr<Resolver> resolver,
              std::shared_ptr<const CfiTableCache> unwind_cache, HeldChild& child, Control* control,
              const StopGuard& guard);
     ~TrackRun();

@@ -28,7 +28,8 @@ CommandAnswer call(const ControlHandlers& h, const MakeReply& make_reply, A... a
     return std::nullopt;
 }
 
-constexpr CommandArgument kPid[] = {{"pid", &CommandArgs::pid, "a positive integer: the process to add"}};
+constexpr CommandArgument kPid[] = {{"pid", CommandArgument::Kind::Pid, "a positive integer: the process to add"}};
+constexpr CommandArgument kName[] = {{"name", CommandArgument::Kind::Name, "the mark's name"}};
 
 constexpr ControlCommand kCommands[] = {
     {"ping", {}, "protocol version and memtrack's version, at once (after start-up)",
@@ -56,6 +57,10 @@ constexpr ControlCommand kCommands[] = {
      [](const ControlHandlers& h, const CommandArgs& a, const MakeReply& r) {
          return call<&ControlHandlers::attach>(h, r, *a.pid);
      }},
+    {"mark", kName, "a named point in the timeline (a benchmark's start, say), at the time of the request",
+     [](const ControlHandlers& h, const CommandArgs& a, const MakeReply& r) {
+         return call<&ControlHandlers::mark>(h, r, *a.name);
+     }},
     {"shutdown", {}, "stop recording, drain, finish the artifact, reply; then memtrack exits",
      [](const ControlHandlers& h, const CommandArgs&, const MakeReply& r) {
          return call<&ControlHandlers::shutdown>(h, r);
@@ -75,6 +80,10 @@ std::string join_names(bool (*keep)(const ControlCommand&, std::string_view), st
 }  // namespace
 
 std::span<const ControlCommand> control_commands() { return kCommands; }
+
+std::string_view argument_kind_text(CommandArgument::Kind kind) {
+    return kind == CommandArgument::Kind::Pid ? "positive integer" : "string";
+}
 
 const ControlCommand* find_command(std::string_view name) {
     for (const auto& c : kCommands)
@@ -109,9 +118,18 @@ std::optional<std::string> check_arguments(const ControlCommand& command, const 
         const auto it = request.find(arg.field);
         if (it == request.end()) return fmt::format("{} needs \"{}\"", command.name, arg.field);
         const json::value& v = it->value();
-        if (!v.is_int64() || v.get_int64() <= 0 || v.get_int64() > std::numeric_limits<int32_t>::max())
-            return fmt::format("\"{}\" must be a positive integer", arg.field);
-        out.*arg.slot = int32_t(v.get_int64());
+        if (arg.kind == CommandArgument::Kind::Pid) {
+            if (!v.is_int64() || v.get_int64() <= 0 || v.get_int64() > std::numeric_limits<int32_t>::max())
+                return fmt::format("\"{}\" must be a positive integer", arg.field);
+            out.pid = int32_t(v.get_int64());
+            continue;
+        }
+        const json::string* s = v.if_string();
+        if (!s || s->empty() || s->size() > kMaxNameBytes ||
+            !std::all_of(s->begin(), s->end(), [](char c) { return c >= 0x20 && c < 0x7f; }))
+            return fmt::format("\"{}\" must be a string of 1 to {} printable ASCII characters", arg.field,
+                               kMaxNameBytes);
+        out.name = std::string(s->data(), s->size());
     }
     return std::nullopt;
 }

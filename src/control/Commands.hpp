@@ -24,14 +24,20 @@ constexpr int kControlProtocolVersion = 1;  // ping's "protocol"
 // A request's arguments, once checked against its command's.
 struct CommandArgs {
     std::optional<int32_t> pid;
+    std::optional<std::string> name;
 };
 
-// A request field a command needs. One kind so far: an integer in 1..INT32_MAX (a pid).
+// A request field a command needs, of one of two kinds: a pid (an integer in 1..INT32_MAX, into
+// CommandArgs::pid) or a name (1..kMaxNameBytes printable ASCII characters, into CommandArgs::name).
 struct CommandArgument {
-    std::string_view field;  // the request's key; `memtrack ctl` sends it from --<field>
-    std::optional<int32_t> CommandArgs::*slot;  // where its checked value goes
+    enum class Kind { Pid, Name };
+    std::string_view field;  // the request's key; `memtrack ctl` sends it from --pid or its NAME
+    Kind kind;
     std::string_view help;
 };
+constexpr size_t kMaxNameBytes = 256;
+// How docs/PROTOCOL.md describes a field of each kind: "positive integer", "string".
+std::string_view argument_kind_text(CommandArgument::Kind kind);
 
 // An answer known as soon as the command has run; nullopt when the handler took the reply and
 // answers through it (at most once, now or later, from any thread).

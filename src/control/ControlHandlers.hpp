@@ -3,6 +3,7 @@
 // table (control/Commands.hpp) calls. A member left empty makes its commands "not available".
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include <boost/json/object.hpp>
 
@@ -18,6 +19,8 @@ struct ControlHandlers {
     std::function<void(Reply)> drain;               // reply carries "records"
     std::function<boost::json::object()> stats;     // the live stats object
     std::function<void(int32_t pid, Reply)> attach;
+    std::function<void(const std::string& name, Reply)> mark;  // reply carries "mark"
+
     std::function<void(Reply)> shutdown;            // reply before memtrack exits
 };
 

@@ -20,6 +20,7 @@ namespace {
 
 constexpr std::string_view kArtifactSuffix = ".MemtrackArtifact.msgpack";
 constexpr std::string_view kStacksSuffix = ".MemtrackStacks.msgpack";
+constexpr std::string_view kTimelineSuffix = ".MemtrackTimeline.msgpack";
 
 const char* kind(mode_t mode) {
     if (S_ISREG(mode)) return "a regular file";
@@ -48,9 +49,16 @@ std::optional<std::string> refuse_existing(const struct stat& st, bool shared) {
 std::string artifact_name(int32_t root_pid) { return fmt::format("{}{}", root_pid, kArtifactSuffix); }
 std::string stacks_name(int32_t root_pid) { return fmt::format("{}{}", root_pid, kStacksSuffix); }
 
+std::string timeline_name(int32_t root_pid) { return fmt::format("{}{}", root_pid, kTimelineSuffix); }
+
 std::string stacks_path_for(const std::string& artifact) {
     if (!artifact.ends_with(kArtifactSuffix)) return {};
     return artifact.substr(0, artifact.size() - kArtifactSuffix.size()) + std::string(kStacksSuffix);
+}
+
+std::string timeline_path_for(const std::string& artifact) {
+    if (!artifact.ends_with(kArtifactSuffix)) return {};
+    return artifact.substr(0, artifact.size() - kArtifactSuffix.size()) + std::string(kTimelineSuffix);
 }
 
 Result<OutputDir> OutputDir::open(const std::string& path, bool create) {

@@ -1,6 +1,6 @@
 #pragma once
 // The one place that names and creates the files `memtrack track` writes: the artifact, the
-// stacks file and the --stats file. memtrack runs as root in folders other users may write
+// stacks file, the timeline and the --stats file. memtrack runs as root in folders other users may write
 // (a CI runner's /tmp, a shared -o folder), so a name there may already be a symbolic link, a
 // hard link or a FIFO planted by someone else. Every output is opened by these functions only:
 // never through a symbolic link, never into a folder someone else can write unless it is sticky
@@ -17,9 +17,13 @@ namespace memtrack {
 // "<root pid>.MemtrackArtifact.msgpack" and "<root pid>.MemtrackStacks.msgpack".
 std::string artifact_name(int32_t root_pid);
 std::string stacks_name(int32_t root_pid);
+// "<root pid>.MemtrackTimeline.msgpack".
+std::string timeline_name(int32_t root_pid);
 // The stacks file beside an artifact: <prefix>.MemtrackArtifact.msgpack ->
 // <prefix>.MemtrackStacks.msgpack; empty when `artifact` is not so named.
 std::string stacks_path_for(const std::string& artifact);
+// The timeline beside an artifact, the same way.
+std::string timeline_path_for(const std::string& artifact);
 
 // A folder outputs are created in, held open by fd so that a rename of a parent after the
 // checks cannot redirect what is created in it.

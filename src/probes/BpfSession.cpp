@@ -124,6 +124,8 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
     s->skel_->rodata->capture_stacks = cfg.capture_stacks;
     s->skel_->rodata->max_frames = cfg.max_frames;
     s->skel_->rodata->time_parts = cfg.time_parts;
+    s->skel_->rodata->record_rss = cfg.record_rss;
+    s->skel_->rodata->rss_granularity = cfg.rss_granularity;
     const bool cfi = cfg.capture_stacks && cfg.unwind_cfi;
     s->skel_->rodata->unwind_cfi = cfi;
     if (bpf_map__set_max_entries(s->skel_->maps.unwind_rows, cfi ? cfg.unwind_rows : 1) != 0)
@@ -175,8 +177,11 @@ void BpfSession::detach() {
 }
 
 void BpfSession::attach_tracepoints() {
-    bpf_program* progs[] = {skel_->progs.on_fork, skel_->progs.on_exec, skel_->progs.on_exit, skel_->progs.on_signal,
-                            skel_->progs.on_signal_deliver};
+    // A tracepoint calls its programs in the order they were attached: on_exit_rss must see the
+    // exiting process before on_exit forgets it.
+    bpf_program* progs[] = {skel_->progs.on_fork,   skel_->progs.on_exec,   skel_->progs.on_exit_rss,
+                            skel_->progs.on_exit,   skel_->progs.on_signal, skel_->progs.on_signal_deliver,
+                            skel_->progs.on_rss};
     for (bpf_program* p : progs) {
         bpf_link* l = bpf_program__attach(p);
         if (!l) fail(fmt::format("attach {}", bpf_program__name(p)), errno);

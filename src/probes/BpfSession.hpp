@@ -43,6 +43,10 @@ struct BpfConfig {
     bool place_probes = true;   // ProbePlacement; off: every probe at its function's entry
     uint32_t max_frames = 64;
     bool time_parts = false;  // the return program times its parts (MT_COUNTER_PART_*)
+    // The timeline's RSS records (src/bpf/rss.h): off, none; a record when a counter moves by
+    // max(rss_granularity, 1/64 of it); 0: every change.
+    bool record_rss = true;
+    uint64_t rss_granularity = 1ull << 20;
     // Stacks walked by the CFI rows user space loads (UnwindTables); off: by frame pointer.
     bool unwind_cfi = true;
     uint32_t unwind_rows = 1u << 22;  // rows for every object's table together (8 bytes each)

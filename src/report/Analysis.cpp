@@ -42,12 +42,89 @@ void Analyzer::prefetch_sites(const Event& e) {
     if (is_allocation(e.kind)) sites_.prefetch(e.stack_hash);
 }
 
+void Analyzer::set_processes(ProcessModel model) {
+    std::vector<std::pair<int32_t, std::string>> commands;
+    for (const auto& [pid, info] : model.processes) commands.emplace_back(pid, info.command);
+    filter_.select_commands(commands);
+    model_ = std::move(model);
+    a_.has_timeline = true;
+}
+
+void Analyzer::end_processes_until(uint64_t time) {
+    const auto& ends = model_->ends;
+    const auto& rss = model_->rss;
+    for (;;) {
+        const bool end_next = next_end_ < ends.size() && ends[next_end_].time <= time;
+        const bool rss_next = next_rss_ < rss.size() && rss[next_rss_].time <= time;
+        if (!end_next && !rss_next) return;
+        if (end_next && (!rss_next || ends[next_end_].time <= rss[next_rss_].time)) {
+            const HeapEnd& end = ends[next_end_++];
+            end_heap(end);
+            if (!end.exec) {
+                if (auto it = rss_now_.find(end.pid); it != rss_now_.end()) {
+                    rss_sum_ -= it->second;
+                    rss_now_.erase(it);
+                }
+            }
+            continue;
+        }
+        const RssSample& s = rss[next_rss_++];
+        if (!filter_.accepts_pid(s.pid)) continue;
+        uint64_t& now = rss_now_[s.pid];
+        rss_sum_ = rss_sum_ - now + s.bytes;
+        now = s.bytes;
+        a_.peak_rss_bytes = std::max(a_.peak_rss_bytes, rss_sum_);
+    }
+}
+
+// The process's blocks leave the live heap: leaked at its exit, discarded at its exec. Every
+// block of the process is looked at: a walk over the live map per exit or exec.
+void Analyzer::end_heap(const HeapEnd& end) {
+    std::vector<uint64_t> addrs;
+    live_.for_each([&](const BlockKey& key, const Block&) {
+        if (key.pid == end.pid) addrs.push_back(key.addr);
+    });
+    if (addrs.empty()) return;
+    const uint64_t t = started_ && end.time > a_.start_ns ? end.time - a_.start_ns : 0;
+    ProcessTotals& p = process(end.pid);
+    for (uint64_t addr : addrs) {
+        Block* live = live_.find(BlockKey{end.pid, addr});
+        const Block b = *live;
+        live_.erase(live);
+        if (b.site == kIgnoredSite) continue;
+        SiteCounters& s = sites_.counters(b.site);
+        peak_.touch(s, sites_.peak(b.site));
+        --s.live_blocks;
+        s.live_bytes -= b.size;
+        --heap_blocks_;
+        heap_bytes_ -= b.size;
+        --p.live_blocks;
+        p.live_bytes -= b.size;
+        if (end.exec) {
+            ++p.exec_discarded_blocks;
+            p.exec_discarded_bytes += b.size;
+            ++a_.exec_discarded_blocks;
+            a_.exec_discarded_bytes += b.size;
+        } else {
+            SitePeak& exited = sites_.exited(b.site);
+            ++exited.blocks;
+            exited.bytes += b.size;
+            ++p.leaked_blocks;
+            p.leaked_bytes += b.size;
+            ++a_.leaked_blocks;
+            a_.leaked_bytes += b.size;
+        }
+    }
+    timeline_.add(t, heap_bytes_);
+}
+
 void Analyzer::add(const Event& e) {
     if (!is_artifact_kind(e.kind)) return;
     if (!started_) {
         started_ = true;
         a_.start_ns = e.timestamp;
     }
+    if (model_) end_processes_until(e.timestamp);
     if (!filter_.accepts_pid(e.pid)) return;
     // Events a little out of order across CPUs may come before the first one.
     const uint64_t t = e.timestamp > a_.start_ns ? e.timestamp - a_.start_ns : 0;
@@ -124,17 +201,20 @@ void Analyzer::allocate(const Event& e, uint64_t t) {
 
     ++a_.calls;
     a_.bytes += e.size;
-    ++a_.leaked_blocks;
-    a_.leaked_bytes += e.size;
+    ++heap_blocks_;
+    heap_bytes_ += e.size;
     ProcessTotals& p = process(e.pid);
     ++p.calls;
     p.bytes += e.size;
+    ++p.live_blocks;
+    p.live_bytes += e.size;
+    p.peak_bytes = std::max(p.peak_bytes, p.live_bytes);
     SizeBucket& b = sizes_[std::bit_width(e.size)];
     ++b.calls;
     b.bytes += e.size;
 
-    peak_.update(a_.leaked_bytes, a_.leaked_blocks, t);
-    timeline_.add(t, a_.leaked_bytes);
+    peak_.update(heap_bytes_, heap_blocks_, t);
+    timeline_.add(t, heap_bytes_);
 }
 
 void Analyzer::release(int32_t pid, uint64_t addr, bool temporary_candidate, uint64_t t) {
@@ -152,15 +232,18 @@ void Analyzer::release(int32_t pid, uint64_t addr, bool temporary_candidate, uin
     --s.live_blocks;
     s.live_bytes -= b.size;
     ++a_.frees;
-    --a_.leaked_blocks;
-    a_.leaked_bytes -= b.size;
+    --heap_blocks_;
+    heap_bytes_ -= b.size;
+    ProcessTotals& p = process(pid);
+    --p.live_blocks;
+    p.live_bytes -= b.size;
     if (temporary_candidate && temporary_.is_temporary({b.thread, b.seq})) {
         ++s.temporary_calls;
         s.temporary_bytes += b.size;
         ++a_.temporary_calls;
         a_.temporary_bytes += b.size;
     }
-    timeline_.add(t, a_.leaked_bytes);
+    timeline_.add(t, heap_bytes_);
 }
 
 void Analyzer::map(const Event& e) {
@@ -184,18 +267,34 @@ void Analyzer::unmap(const Event& e) {
 }
 
 Analysis Analyzer::finish() && {
+    if (model_) end_processes_until(UINT64_MAX);
     peak_.finish(sites_);
     a_.peak_bytes = peak_.peak_bytes();
     a_.peak_blocks = peak_.peak_blocks();
     a_.peak_time_ns = peak_.peak_time_ns();
 
-    live_.for_each([&](const BlockKey& key, const Block& block) {
-        if (block.site == kIgnoredSite) return;
-        ProcessTotals& p = process(key.pid);
-        ++p.leaked_blocks;
-        p.leaked_bytes += block.size;
-    });
-    for (auto& [pid, p] : processes_) a_.processes.push_back(p);
+    if (model_) {
+        // What is still live belongs to processes running at the end: not leaked.
+        a_.live_at_end_bytes = heap_bytes_;
+        a_.live_at_end_blocks = heap_blocks_;
+        for (const auto& [pid, info] : model_->processes) {
+            if (!filter_.accepts_pid(pid)) continue;
+            process(pid).info = info;
+            // The samples are to a granularity; a process's own mark at its exit is exact.
+            a_.peak_rss_bytes = std::max(a_.peak_rss_bytes, info.rss_peak);
+        }
+    } else {
+        a_.leaked_bytes = heap_bytes_;
+        a_.leaked_blocks = heap_blocks_;
+        for (auto& [pid, p] : processes_) {
+            p.leaked_bytes = p.live_bytes;
+            p.leaked_blocks = p.live_blocks;
+        }
+    }
+    for (auto& [pid, p] : processes_) {
+        p.info.pid = pid;
+        a_.processes.push_back(p);
+    }
     std::sort(a_.processes.begin(), a_.processes.end(),
               [](const ProcessTotals& x, const ProcessTotals& y) { return x.pid < y.pid; });
 

@@ -8,6 +8,8 @@
 // mapped bytes. Addresses are per process.
 #include <array>
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <vector>
 
 #include <boost/unordered/unordered_flat_map.hpp>
@@ -16,6 +18,7 @@
 #include "report/Filter.hpp"
 #include "report/LiveMap.hpp"
 #include "report/PeakTracker.hpp"
+#include "report/Processes.hpp"
 #include "report/Sites.hpp"
 #include "report/StackTable.hpp"
 #include "report/TemporaryDetector.hpp"
@@ -33,8 +36,15 @@ struct ProcessTotals {
     uint64_t events = 0;
     uint64_t calls = 0;  // heap allocations counted by the report
     uint64_t bytes = 0;
-    uint64_t leaked_bytes = 0;
+    uint64_t leaked_bytes = 0;  // live at its exit, or at the end without a timeline
     uint64_t leaked_blocks = 0;
+    // With a timeline (Processes.hpp):
+    uint64_t live_bytes = 0;  // live now; at the end: live at the end of the recording
+    uint64_t live_blocks = 0;
+    uint64_t peak_bytes = 0;  // its own heap's highest
+    uint64_t exec_discarded_bytes = 0;  // live when it exec'd: thrown away, not leaked
+    uint64_t exec_discarded_blocks = 0;
+    ProcessInfo info;  // pid only, without a timeline
 };
 
 struct SizeBucket {
@@ -71,6 +81,17 @@ struct Analysis {
     uint64_t replaced_blocks = 0;     // allocations at an address still live: its free was missed
     uint64_t filtered_out = 0;        // allocations dropped by --min-size/--max-size/--focus/--ignore
 
+    // With a timeline: processes end (Processes.hpp). leaked_* above is then what was live at
+    // each process's exit; what processes still running at the end held is live_at_end_*, and
+    // what execs threw away exec_discarded_*. The peak is the highest sum over live processes.
+    bool has_timeline = false;
+    uint64_t live_at_end_bytes = 0;
+    uint64_t live_at_end_blocks = 0;
+    uint64_t exec_discarded_bytes = 0;
+    uint64_t exec_discarded_blocks = 0;
+    // The highest sum of the live processes' RSS samples, and at least each process's exact
+    // high-water mark.
+    uint64_t peak_rss_bytes = 0;
     std::vector<ProcessTotals> processes;  // by pid
     std::vector<Site> sites;               // in order of first allocation
     std::vector<TimelinePoint> timeline;
@@ -88,6 +109,9 @@ public:
     void prefetch(const Event& e) const;
     void prefetch_sites(const Event& e);
     void add(const Event& e);
+    // The session's processes, before the first add(): each heap then ends at its exit or exec.
+    void set_processes(ProcessModel model);
+    bool has_processes() const { return model_.has_value(); }
     Analysis finish() &&;
 
 private:
@@ -97,6 +121,9 @@ private:
     void map(const Event& e);
     void unmap(const Event& e);
     ProcessTotals& process(int32_t pid);
+    // Applies the heap ends (and RSS samples) up to `time` (CLOCK_MONOTONIC).
+    void end_processes_until(uint64_t time);
+    void end_heap(const HeapEnd& end);
 
     Filter filter_;
     SiteTable sites_;
@@ -109,6 +136,11 @@ private:
     ProcessTotals* last_process_ = nullptr;  // process()'s last answer
     std::array<SizeBucket, 65> sizes_{};
     bool started_ = false;
+    uint64_t heap_bytes_ = 0, heap_blocks_ = 0;  // live now, over the processes alive
+    std::optional<ProcessModel> model_;
+    size_t next_end_ = 0, next_rss_ = 0;
+    std::map<int32_t, uint64_t> rss_now_;  // pid -> its latest RSS sample
+    uint64_t rss_sum_ = 0;
     Analysis a_;
 };
 

@@ -98,6 +98,11 @@ Metrics metrics(const Analysis& a, const Analysis* base) {
     add("temporary", a.temporary_calls, was(&Analysis::temporary_calls));
     add("unknown_frees", a.unknown_frees, std::nullopt);
     add("events", a.events, std::nullopt);
+    if (a.has_timeline) {
+        add("rss_peak", a.peak_rss_bytes, base && base->has_timeline ? was(&Analysis::peak_rss_bytes) : std::nullopt);
+        add("live_at_end", a.live_at_end_bytes, std::nullopt);
+        add("exec_discarded", a.exec_discarded_bytes, std::nullopt);
+    }
     return m;
 }
 

@@ -29,7 +29,8 @@ struct Metric {
 using Metrics = std::map<std::string, Metric>;
 
 // peak, leaked, leaked_blocks, calls, bytes, temporary, unknown_frees, events; with `base`
-// (--diff) also peak_delta, leaked_delta, calls_delta, bytes_delta (ARTIFACT minus BASE).
+// (--diff) also peak_delta, leaked_delta, calls_delta, bytes_delta (ARTIFACT minus BASE). With a
+// timeline also rss_peak, live_at_end, exec_discarded (and rss_peak_delta when BASE has one too).
 Metrics metrics(const Analysis& a, const Analysis* base);
 
 // The first condition that holds, as a one-line verdict ("leaked>0 holds: leaked = 5120");

@@ -18,4 +18,11 @@ bool Filter::accepts_stack(const StackFrames* frames) const {
     return true;
 }
 
+void Filter::select_commands(const std::vector<std::pair<int32_t, std::string>>& commands) {
+    if (!opt_.command) return;
+    command_pids_.emplace();
+    for (const auto& [pid, command] : commands)
+        if (std::regex_search(command, *opt_.command)) command_pids_->insert(pid);
+}
+
 }  // namespace memtrack::report

@@ -4,6 +4,8 @@
 #include <optional>
 #include <regex>
 #include <set>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "format/StacksFile.hpp"
@@ -13,6 +15,7 @@ namespace memtrack::report {
 
 struct FilterOptions {
     std::set<int32_t> pids;                  // empty: every process
+    std::optional<std::regex> command;       // only processes whose command line matches (the timeline's)
     std::optional<uint64_t> from_ns, to_ns;  // since the artifact's first event
     std::optional<std::regex> focus;         // a stack counts only if some frame matches
     std::optional<std::regex> ignore;        // a stack is dropped if some frame matches
@@ -24,7 +27,13 @@ class Filter {
 public:
     explicit Filter(FilterOptions opt) : opt_(std::move(opt)) {}
 
-    bool accepts_pid(int32_t pid) const { return opt_.pids.empty() || opt_.pids.contains(pid); }
+    bool accepts_pid(int32_t pid) const {
+        return (opt_.pids.empty() || opt_.pids.contains(pid)) && (!command_pids_ || command_pids_->contains(pid));
+    }
+    bool selects_commands() const { return opt_.command.has_value(); }
+    // --command: the processes whose command line (forked children inherit their parent's until
+    // they exec) matches, by their pid and command line.
+    void select_commands(const std::vector<std::pair<int32_t, std::string>>& commands);
     bool accepts_size(uint64_t size) const { return size >= opt_.min_size && size <= opt_.max_size; }
     // `since_start_ns`: the event's time since the artifact's first event.
     bool before_window(uint64_t since_start_ns) const { return opt_.from_ns && since_start_ns < *opt_.from_ns; }
@@ -35,6 +44,7 @@ public:
 
 private:
     FilterOptions opt_;
+    std::optional<std::set<int32_t>> command_pids_;
 };
 
 }  // namespace memtrack::report

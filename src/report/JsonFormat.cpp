@@ -70,6 +70,14 @@ json::object totals_json(const Analysis& a) {
     o["failed_allocations"] = a.failed_allocations;
     o["replaced_blocks"] = a.replaced_blocks;
     o["filtered_out"] = a.filtered_out;
+    if (a.has_timeline) {
+        // live_bytes above is then what was live at each process's exit.
+        o["live_at_end_bytes"] = a.live_at_end_bytes;
+        o["live_at_end_blocks"] = a.live_at_end_blocks;
+        o["exec_discarded_bytes"] = a.exec_discarded_bytes;
+        o["exec_discarded_blocks"] = a.exec_discarded_blocks;
+        o["peak_rss_bytes"] = a.peak_rss_bytes;
+    }
     return o;
 }
 
@@ -94,12 +102,25 @@ json::array frames_json(const Site& s) {
 json::object json_model(const Analysis& a, const OutputOptions& o) {
     json::array processes;
     for (const ProcessTotals& p : a.processes) {
-        processes.push_back(json::object{{"pid", p.pid},
-                                         {"events", p.events},
-                                         {"calls", p.calls},
-                                         {"bytes", p.bytes},
-                                         {"leaked_bytes", p.leaked_bytes},
-                                         {"leaked_blocks", p.leaked_blocks}});
+        json::object po{{"pid", p.pid},
+                        {"events", p.events},
+                        {"calls", p.calls},
+                        {"bytes", p.bytes},
+                        {"leaked_bytes", p.leaked_bytes},
+                        {"leaked_blocks", p.leaked_blocks}};
+        if (a.has_timeline) {
+            po["parent"] = p.info.parent;
+            po["attached"] = p.info.attached;
+            po["command"] = js(p.info.command);
+            po["start_ns"] = p.info.start_ns;
+            po["end_ns"] = p.info.end_ns;
+            po["status"] = js(p.info.status);
+            po["heap_peak_bytes"] = p.peak_bytes;
+            po["live_at_end_bytes"] = p.live_bytes;
+            po["exec_discarded_bytes"] = p.exec_discarded_bytes;
+            po["rss_peak_bytes"] = p.info.rss_peak;
+        }
+        processes.push_back(std::move(po));
     }
     json::object peak = section_json(a, Cost::Peak, o.limit, a.peak_bytes, a.peak_blocks);
     peak["time_ns"] = a.peak_time_ns;

@@ -42,6 +42,16 @@ Result<Loaded> load(const std::string& artifact, const LoadOptions& opt) {
     }
 
     Analyzer analyzer(*out.stacks, opt.filter, opt.temporary_threshold);
+    if (const std::string timeline = opt.use_timeline ? timeline_path_for(artifact) : std::string(); !timeline.empty()) {
+        struct stat st{};
+        if (::stat(timeline.c_str(), &st) == 0) {
+            auto model = load_process_model(timeline);
+            if (!model) return naming(timeline, model.error());
+            analyzer.set_processes(std::move(model).value());
+        }
+    }
+    if (opt.filter.command && !analyzer.has_processes())
+        return Error{artifact, {}, 0, "--command needs the timeline beside the artifact (.MemtrackTimeline.msgpack)"};
     std::optional<Progress> progress;
     if (opt.progress) progress.emplace(artifact);
     // Events reach the analyzer kLookahead events after their prefetch() and half as many

@@ -1,5 +1,5 @@
 #pragma once
-// Reading a recorded session into an Analysis: its stacks file first (events name stacks by
+// Reading a recorded session into an Analysis: its stacks file and timeline first (events name stacks by
 // hash from anywhere in the artifact), then the artifact, streamed once.
 #include <memory>
 #include <string>
@@ -19,13 +19,17 @@ struct Loaded {
 
 struct LoadOptions {
     std::string stacks_file;  // empty: the one beside the artifact, if it exists
+    // The timeline beside the artifact, if it exists, makes the report model processes
+    // (Processes.hpp); off: the artifact alone, as if there were none.
+    bool use_timeline = true;
     FilterOptions filter;
     uint64_t temporary_threshold = 1;
     bool progress = false;  // a progress line on stderr (on a terminal, past a second)
 };
 
 // Errors name the file: a damaged or unreadable artifact, a stacks file named with --stacks
-// that cannot be read, or one beside the artifact that exists but is damaged.
+// that cannot be read, or one beside the artifact that exists but is damaged; the same for the
+// timeline beside it.
 Result<Loaded> load(const std::string& artifact, const LoadOptions& opt);
 
 }  // namespace memtrack::report

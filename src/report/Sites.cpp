@@ -33,6 +33,7 @@ uint32_t SiteTable::site_for(uint64_t hash) {
     if (!new_site) return *site;
     counters_.emplace_back().no_frames = frames == nullptr;
     peaks_.emplace_back();
+    exited_.emplace_back();
     info_.push_back({hash, frames});
     return *site;
 }
@@ -42,7 +43,7 @@ std::vector<Site> SiteTable::sites() const {
     out.reserve(counters_.size());
     for (size_t i = 0; i < counters_.size(); ++i) {
         const SiteCounters& c = counters_[i];
-        out.push_back(Site{c.live_bytes, c.live_blocks, peaks_[i].bytes, peaks_[i].blocks, c.calls, c.bytes,
+        out.push_back(Site{c.live_bytes + exited_[i].bytes, c.live_blocks + exited_[i].blocks, peaks_[i].bytes, peaks_[i].blocks, c.calls, c.bytes,
                            c.temporary_calls, c.temporary_bytes, info_[i].hash, info_[i].frames});
     }
     return out;

@@ -26,7 +26,7 @@ inline constexpr uint32_t kIgnoredSite = UINT32_MAX;
 
 // A site as the printers read it, made by SiteTable::sites() at the end.
 struct Site {
-    uint64_t live_bytes = 0;   // live now (at the end: leaked)
+    uint64_t live_bytes = 0;   // live now; at the end: leaked (live at the end, or at its process's exit)
     uint64_t live_blocks = 0;
     uint64_t peak_bytes = 0;   // live at the moment of the peak (PeakTracker)
     uint64_t peak_blocks = 0;
@@ -80,6 +80,8 @@ public:
     }
     SiteCounters& counters(uint32_t index) { return counters_[index]; }
     SitePeak& peak(uint32_t index) { return peaks_[index]; }
+    // What the site had live when its process exited (leaked), apart from what is live now.
+    SitePeak& exited(uint32_t index) { return exited_[index]; }
 
     size_t size() const { return counters_.size(); }
     // Every site, in order of first allocation.
@@ -111,6 +113,7 @@ private:
     // On huge pages: events reach sites at random (HugePageAllocator.hpp).
     std::vector<SiteCounters, HugePageAllocator<SiteCounters>> counters_;
     std::vector<SitePeak> peaks_;
+    std::vector<SitePeak> exited_;
     std::vector<Info> info_;
 };
 

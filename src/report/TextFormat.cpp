@@ -111,7 +111,18 @@ void header(const Analysis& a, const Style& st, std::string& out) {
                        bytes_and_human(a.bytes), rate(a.bytes, a.duration_ns, true), a.frees);
     out += fmt::format("peak live heap: {} in {}, at {}\n", bytes_and_human(a.peak_bytes), blocks(a.peak_blocks),
                        human_duration(a.peak_time_ns));
-    out += fmt::format("live at end (leaked): {} in {}\n", bytes_and_human(a.leaked_bytes), blocks(a.leaked_blocks));
+    if (!a.has_timeline) {
+        out += fmt::format("live at end (leaked): {} in {}\n", bytes_and_human(a.leaked_bytes), blocks(a.leaked_blocks));
+    } else {
+        out += fmt::format("leaked (live at their process's exit): {} in {}\n", bytes_and_human(a.leaked_bytes),
+                           blocks(a.leaked_blocks));
+        out += fmt::format("discarded by exec (live when their process exec'd; not leaks): {} in {}\n",
+                           bytes_and_human(a.exec_discarded_bytes), blocks(a.exec_discarded_blocks));
+        out += fmt::format("live at the end of the recording (processes still running): {} in {}\n",
+                           bytes_and_human(a.live_at_end_bytes), blocks(a.live_at_end_blocks));
+        out += fmt::format("peak RSS (sum over the processes alive; at least the largest process's own): {}\n",
+                           bytes_and_human(a.peak_rss_bytes));
+    }
     const double share = a.calls == 0 ? 0.0 : 100.0 * double(a.temporary_calls) / double(a.calls);
     out += fmt::format("temporary: {} of {} allocations ({:.1f} %), {}, freed with at most {} other {} of their "
                        "thread in between\n",
@@ -126,14 +137,40 @@ void header(const Analysis& a, const Style& st, std::string& out) {
     if (a.filtered_out) out += fmt::format("allocations left out by the filters: {}\n", a.filtered_out);
 }
 
+// Times of the timeline relative to the artifact's first event; "-" when unknown.
+std::string since_start(const Analysis& a, uint64_t t) {
+    if (t == 0) return "-";
+    return t >= a.start_ns ? human_duration(t - a.start_ns) : "-" + human_duration(a.start_ns - t);
+}
+
+void processes_section(const Analysis& a, const Style& st, std::string& out) {
+    out += '\n';
+    out += st.title("== processes ==");
+    out += '\n';
+    out += fmt::format("  {:>7} {:>7} {:>10} {:>10} {:<20} {:>11} {:>11} {:>11} {:>11}  {}\n", "pid", "parent", "start",
+                       "end", "status", "heap peak", "leaked", "RSS peak", "allocations", "command");
+    for (const ProcessTotals& p : a.processes) {
+        const ProcessInfo& i = p.info;
+        std::string status = i.status.empty() ? "-" : i.status;
+        if (i.attached) status += " (attached)";
+        out += fmt::format("  {:>7} {:>7} {:>10} {:>10} {:<20} {:>11} {:>11} {:>11} {:>11}  {}\n", p.pid,
+                           i.parent ? std::to_string(i.parent) : "-", since_start(a, i.start_ns),
+                           since_start(a, i.end_ns), status, human_bytes(p.peak_bytes),
+                           i.status == "running at the end" ? "-" : human_bytes(p.leaked_bytes),
+                           i.rss_peak ? human_bytes(i.rss_peak) : "-", p.calls, i.command);
+    }
+}
+
 }  // namespace
 
 std::string text_report(const Analysis& a, const OutputOptions& o) {
     const Style st{o.colour};
     std::string out;
     header(a, st, out);
+    if (a.has_timeline) processes_section(a, st, out);
     section(a, Cost::Peak, "sites at the peak", o, st, out);
-    section(a, Cost::Leaked, "leaks (live at exit)", o, st, out);
+    section(a, Cost::Leaked, a.has_timeline ? "leaks (live at their process's exit, or at the end)" : "leaks (live at exit)",
+            o, st, out);
     section(a, Cost::Allocations, "most calls", o, st, out);
     section(a, Cost::Allocated, "most bytes allocated", o, st, out);
     section(a, Cost::Temporary, "temporary allocations", o, st, out);

@@ -157,5 +157,10 @@
 
 /* dlopen_many: each libmany copy's constructor allocates this once and keeps it. */
 #define FX_MANY_LIB_ALLOC 13001u
+/* timeline_tree: child 0's exit code, and the anonymous memory child 3 touches (MiB). */
+#define FX_TIMELINE_CODE 42
+#define FX_TIMELINE_TOUCH_MIB 128
+/* timeline_tree: what child 2 holds when it execs. */
+#define FX_TIMELINE_EXEC_DROP 50021u
 
 #endif

@@ -40,8 +40,10 @@
 #include <thread>
 #include <vector>
 
+#include "core/OutputFiles.hpp"
 #include "core/Fd.hpp"
 #include "Events.hpp"
+#include "format/Timeline.hpp"
 
 extern char** environ;
 
@@ -531,8 +533,10 @@ struct CtlResult {
     std::string describe() const { return "`memtrack ctl` " + run.describe() + "; stdout: " + run.out; }
 };
 
-CtlResult ctl(const std::string& sock, const std::string& cmd, std::optional<int> pid = std::nullopt) {
+CtlResult ctl(const std::string& sock, const std::string& cmd, std::optional<int> pid = std::nullopt,
+              std::optional<std::string> name = std::nullopt) {
     std::vector<std::string> argv{memtrack_bin(), "ctl", "--socket", sock, "--timeout", "30", cmd};
+    if (name) argv.push_back(*name);
     if (pid) {
         argv.push_back("--pid");
         argv.push_back(std::to_string(*pid));
@@ -549,8 +553,9 @@ CtlResult ctl(const std::string& sock, const std::string& cmd, std::optional<int
 }
 
 // `memtrack ctl ... cmd` must succeed (exit 0, one ok:true reply line); returns the reply.
-json::object ctl_ok(const std::string& sock, const std::string& cmd, std::optional<int> pid = std::nullopt) {
-    CtlResult r = ctl(sock, cmd, pid);
+json::object ctl_ok(const std::string& sock, const std::string& cmd, std::optional<int> pid = std::nullopt,
+                    std::optional<std::string> name = std::nullopt) {
+    CtlResult r = ctl(sock, cmd, pid, name);
     if (r.run.status != 0 || !r.reply || !is_ok(*r.reply) || r.reply->at("id") != json::value(1))
         throw std::runtime_error("`memtrack ctl " + cmd + "` did not succeed: " + r.describe());
     return *r.reply;
@@ -668,6 +673,23 @@ void check_memtrack_exits_0(Processes& procs, Child& memtrack) {
                   "; stderr: ", memtrack.err());
 }
 
+// The timeline beside `artifact`, whole (memtrack has finished it).
+std::vector<memtrack::TimelineEvent> read_timeline_of(const std::string& artifact) {
+    std::vector<memtrack::TimelineEvent> out;
+    auto r = memtrack::read_timeline(memtrack::timeline_path_for(artifact),
+                                     [&](memtrack::TimelineEvent&& e) { out.push_back(std::move(e)); });
+    if (!r) throw std::runtime_error("timeline: " + r.error().message());
+    return out;
+}
+
+std::vector<memtrack::TimelineEvent> timeline_of_type(const std::vector<memtrack::TimelineEvent>& all,
+                                                      memtrack::TimelineEvent::Type t) {
+    std::vector<memtrack::TimelineEvent> out;
+    for (const auto& e : all)
+        if (e.type == t) out.push_back(e);
+    return out;
+}
+
 std::vector<std::string> track_argv(const TempDir& dir, const std::string& sock,
                                     const std::vector<std::string>& options, const std::vector<std::string>& command) {
     std::vector<std::string> argv{memtrack_bin(), "track",     "--socket", sock,
@@ -695,6 +717,8 @@ TEST_CASE("control: a runner records only the phase between enable and disable, 
     run_phase(mt, 'a');  // recording is off
     json::object r = ctl_ok(sock, "enable");
     CHECK(r.at("recording") == json::value(true));
+    r = ctl_ok(sock, "mark", std::nullopt, "phase b");
+    CHECK(r.at("mark") == json::value("phase b"));
     run_phase(mt, 'b');
     r = ctl_ok(sock, "disable");
     CHECK(r.at("recording") == json::value(false));
@@ -724,6 +748,18 @@ TEST_CASE("control: a runner records only the phase between enable and disable, 
     CHECK(pids_of(with_size(events, kSizeB)) == std::set<int>{fx});
     // While recording was on, the fixture did nothing but phase B.
     CHECK(tally(of_pid(events, fx)) == "Free x100, Malloc x100");
+
+    // The timeline holds the session's enable, mark and disable, in that order.
+    using Type = memtrack::TimelineEvent::Type;
+    std::vector<std::string> session;
+    uint64_t last = 0;
+    for (const auto& e : read_timeline_of(artifact)) {
+        if (e.type != Type::Enable && e.type != Type::Disable && e.type != Type::Mark) continue;
+        session.push_back(std::string(memtrack::timeline_type_name(e.type)) + (e.name.empty() ? "" : " " + e.name));
+        CHECK(e.time > last);
+        last = e.time;
+    }
+    CHECK(session == std::vector<std::string>{"enable", "mark phase b", "disable"});
 
     procs.kill_all();
     CHECK_MESSAGE(procs.leftovers().empty(), "left running:", procs.leftovers());
@@ -1093,6 +1129,20 @@ TEST_CASE("control: attach adds a running process from the moment it is attached
     check_pairs(events, {{kSizeB, kRounds}});
     CHECK(pids_of(with_size(events, kSizeB)) == std::set<int>{fx.pid});
     CHECK(tally(of_pid(events, fx.pid)) == "Free x100, Malloc x100");
+
+    // The timeline: the attach with the fixture's command line, and both processes still
+    // running when the recording ended.
+    using Type = memtrack::TimelineEvent::Type;
+    const auto timeline = read_timeline_of(artifact);
+    const auto attached = timeline_of_type(timeline, Type::Attach);
+    REQUIRE(attached.size() == 1);
+    CHECK(attached[0].pid == fx.pid);
+    CHECK(attached[0].path == fixture("phases"));
+    CHECK(attached[0].argv == std::vector<std::string>{fixture("phases")});
+    std::set<int> detached;
+    for (const auto& e : timeline_of_type(timeline, Type::Detach)) detached.insert(e.pid);
+    CHECK(detached == std::set<int>{fx.pid, sleep_pid});
+    CHECK(timeline_of_type(timeline, Type::Exit).empty());
 
     // sleep outlived memtrack (shutdown does not end the command); it is ours to end now.
     CHECK_MESSAGE((proc_state(sleep_pid) != 0 && proc_state(sleep_pid) != 'Z'), "sleep did not outlive memtrack");

@@ -22,7 +22,7 @@ void plant_links(const std::string& dir, const std::string& target, int n) {
     std::ifstream("/proc/sys/kernel/ns_last_pid") >> last;
     REQUIRE(last > 0);
     for (int pid = last + 1; pid <= last + n; ++pid)
-        for (const char* suffix : {".MemtrackArtifact.msgpack", ".MemtrackStacks.msgpack"}) {
+        for (const char* suffix : {".MemtrackArtifact.msgpack", ".MemtrackStacks.msgpack", ".MemtrackTimeline.msgpack"}) {
             const std::string link = dir + "/" + std::to_string(pid) + suffix;
             REQUIRE(::symlink(target.c_str(), link.c_str()) == 0);
             ::lchown(link.c_str(), kNobody, kNobody);

@@ -808,7 +808,7 @@ TEST_CASE("ctl: times out when the server never answers") {
     auto control = std::move(Control::bind(io.io, dir / "slow.sock")).value();
     control->set_handlers(fake_handlers(io.io, std::make_shared<Calls>(), 3s));
     control->start();
-    memtrack::CtlOptions opt{dir / "slow.sock", "drain", std::nullopt, 0.2};
+    memtrack::CtlOptions opt{dir / "slow.sock", "drain", std::nullopt, 0.2, std::nullopt};
     int code = -1;
     const auto t0 = std::chrono::steady_clock::now();
     std::string err = capture_fd(2, [&] { code = memtrack::run_ctl(opt); });

@@ -48,6 +48,10 @@ ControlHandlers fake_handlers(std::shared_ptr<Calls> calls) {
         if (pid == 4444) return reply(Error{"attach", "4444", ESRCH, {}});
         reply(json::object{{"ok", false}, {"id", 99}, {"pid", pid}});  // "ok" and "id" are not the handler's
     };
+    h.mark = [calls](const std::string& name, ControlHandlers::Reply reply) {
+        calls->push_back(fmt::format("mark({})", name));
+        reply(json::object{{"mark", name}});
+    };
     h.shutdown = [calls](ControlHandlers::Reply reply) {
         calls->push_back("shutdown");
         reply(json::object{{"records", 0}});
@@ -78,7 +82,7 @@ std::string answer(const std::string& line, const ControlHandlers& handlers) {
     return reply;
 }
 
-const std::string kKnown = "ping, enable, disable, drain, stats, attach, shutdown";
+const std::string kKnown = "ping, enable, disable, drain, stats, attach, mark, shutdown";
 
 }  // namespace
 
@@ -95,6 +99,7 @@ TEST_CASE("control commands: each command calls its handler and answers with its
         {"drain", {R"({"id":[1, 2.50],"cmd":"drain"})", R"({"ok":true,"id":[1, 2.50],"records":42})", "drain"}},
         {"stats", {R"({"cmd":"stats","id":1e400})", R"({"ok":true,"id":1e400,"stats":{"records":7}})", "stats"}},
         {"attach", {R"({"cmd":"attach","pid":1234,"id":5})", R"({"ok":true,"id":5,"pid":1234})", "attach(1234)"}},
+        {"mark", {R"({"cmd":"mark","name":"bench parse","id":6})", R"({"ok":true,"id":6,"mark":"bench parse"})", "mark(bench parse)"}},
         {"shutdown", {R"({"cmd":"shutdown","extra":[true]})", R"({"ok":true,"records":0})", "shutdown"}},
     };
     // Every command of the table has its case here: a new command needs a new case.
@@ -108,6 +113,21 @@ TEST_CASE("control commands: each command calls its handler and answers with its
     }
     CHECK(memtrack::command_names() == kKnown);
     CHECK(memtrack::commands_taking("pid") == "attach");
+    CHECK(memtrack::commands_taking("name") == "mark");
+}
+
+TEST_CASE("control commands: a mark's name is 1 to 256 printable ASCII characters") {
+    auto calls = std::make_shared<Calls>();
+    const auto h = fake_handlers(calls);
+    const std::string refused = R"({"ok":false,"error":"\"name\" must be a string of 1 to 256 printable ASCII characters"})";
+    CHECK(answer(R"({"cmd":"mark"})", h) == R"({"ok":false,"error":"mark needs \"name\""})");
+    CHECK(answer(R"({"cmd":"mark","name":""})", h) == refused);
+    CHECK(answer(R"({"cmd":"mark","name":7})", h) == refused);
+    CHECK(answer(R"({"cmd":"mark","name":"tab\there"})", h) == refused);
+    CHECK(answer(fmt::format(R"({{"cmd":"mark","name":"{}"}})", std::string(257, 'x')), h) == refused);
+    CHECK(answer(fmt::format(R"({{"cmd":"mark","name":"{}"}})", std::string(256, 'x')), h) ==
+          fmt::format(R"({{"ok":true,"mark":"{}"}})", std::string(256, 'x')));
+    CHECK(calls->size() == 1);
 }
 
 TEST_CASE("control commands: a handler's error, a handler that throws, an empty handler") {
@@ -120,7 +140,9 @@ TEST_CASE("control commands: a handler's error, a handler that throws, an empty 
     for (const auto& c : memtrack::control_commands()) {
         CAPTURE(c.name);
         std::string request = fmt::format(R"({{"cmd":"{}","id":3)", c.name);
-        for (const auto& arg : c.arguments) request += fmt::format(R"(,"{}":1)", arg.field);
+        for (const auto& arg : c.arguments)
+            request += arg.kind == memtrack::CommandArgument::Kind::Pid ? fmt::format(R"(,"{}":1)", arg.field)
+                                                                        : fmt::format(R"(,"{}":"x")", arg.field);
         request += "}";
         if (c.name == "ping") CHECK(answer(request, none).starts_with(R"({"ok":true,"id":3,"protocol":1,)"));
         else CHECK(answer(request, none) == R"({"ok":false,"id":3,"error":"not available"})");
@@ -187,7 +209,7 @@ TEST_CASE("control commands: docs/PROTOCOL.md lists exactly these commands and t
         CAPTURE(rows[i].first);
         CHECK(rows[i].first == commands[i].name);
         std::string fields;
-        for (const auto& arg : commands[i].arguments) fields += fmt::format("`{}` (positive integer)", arg.field);
+        for (const auto& arg : commands[i].arguments) fields += fmt::format("`{}` ({})", arg.field, memtrack::argument_kind_text(arg.kind));
         CHECK(rows[i].second == (fields.empty() ? "none" : fields));
     }
     CHECK(doc.find("(known: " + memtrack::command_names() + ")") != std::string::npos);

@@ -1,0 +1,207 @@
+// The report with a timeline (report/Processes.hpp): a process's heap ends at its exit (leaked)
+// or its exec (discarded), the tree's peak is over the processes alive, and what processes still
+// running hold is live at the end. Every figure worked out below.
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "report/Analysis.hpp"
+#include "report/FailIf.hpp"
+#include "report/Processes.hpp"
+#include "report/StackTable.hpp"
+
+using namespace memtrack;
+using namespace memtrack::report;
+using Type = TimelineEvent::Type;
+
+namespace {
+
+constexpr uint64_t kT = 1'000'000'000;  // the session's first event
+constexpr uint64_t ms(uint64_t n) { return kT + n * 1'000'000; }
+
+Event alloc(int32_t pid, uint64_t t, uint64_t addr, uint64_t size) {
+    Event e;
+    e.pid = e.tid = pid;
+    e.timestamp = t;
+    e.kind = EventKind::Malloc;
+    e.addr = addr;
+    e.size = size;
+    return e;
+}
+
+Event free_of(int32_t pid, uint64_t t, uint64_t addr) {
+    Event e;
+    e.pid = e.tid = pid;
+    e.timestamp = t;
+    e.kind = EventKind::Free;
+    e.addr = addr;
+    return e;
+}
+
+TimelineEvent tl(Type type, uint64_t t, int32_t pid, int32_t parent = 0) {
+    TimelineEvent e;
+    e.type = type;
+    e.time = t;
+    e.pid = pid;
+    e.parent = parent;
+    return e;
+}
+
+TimelineEvent exited(uint64_t t, int32_t pid, int32_t code) {
+    TimelineEvent e = tl(Type::Exit, t, pid);
+    e.code = code;
+    return e;
+}
+
+// Root 100 keeps 1000 B to the end (still running: detached). Child 101 exits holding 5000 B.
+// Child 102 holds 7000 B when it execs, then its new image allocates and frees 300 B and exits.
+// Child 103, forked after 101 and 102 ended, exits holding 2000 B.
+//   at 3 ms: 100 + 101 = 6000 B; at 6 ms: 101 is gone, 100 + 102 = 8000 B (the peak);
+//   at 8 ms: 102's old heap is gone, 1000 + 300 B; at 12 ms: 1000 + 2000 B.
+// Without the processes, blocks of ended processes stay live: 13000 B at 6 ms (the peak), and
+// 102's new image allocating at its old block's address looks like a free that was missed.
+const std::vector<Event> kEvents = {
+    alloc(100, ms(0), 0x1000, 1000), alloc(101, ms(3), 0x2000, 5000), alloc(102, ms(6), 0x3000, 7000),
+    alloc(102, ms(8), 0x3000, 300),  free_of(102, ms(9), 0x3000),     alloc(103, ms(12), 0x4000, 2000),
+    alloc(100, ms(14), 0x1100, 1),   free_of(100, ms(15), 0x1100),
+};
+
+std::vector<TimelineEvent> timeline() {
+    TimelineEvent exec = tl(Type::Exec, ms(7), 102);
+    exec.argv = {"true", "x"};
+    TimelineEvent root_exec = tl(Type::Exec, ms(0) - 1, 100);
+    root_exec.argv = {"sh", "-c", "tree"};
+    TimelineEvent rss = tl(Type::Rss, ms(2), 100);
+    rss.anon = 4096;
+    rss.file = 8192;
+    TimelineEvent rss101 = tl(Type::Rss, ms(3), 101);
+    rss101.anon = 100000;
+    TimelineEvent peak101 = tl(Type::RssPeak, ms(4), 101);
+    peak101.peak = 200000;
+    // In the order the writer may deliver them: not time order.
+    return {exited(ms(13), 103, 0), tl(Type::Start, ms(0) - 10, 100), root_exec, rss,
+            tl(Type::Fork, ms(1), 101, 100), rss101, peak101, exited(ms(4), 101, 1),
+            tl(Type::Fork, ms(5), 102, 100), exec, exited(ms(10), 102, 0), tl(Type::Fork, ms(11), 103, 100),
+            tl(Type::Detach, ms(16), 100)};
+}
+
+Analysis analyse(bool with_timeline, FilterOptions filter = {}) {
+    StackTable stacks;
+    Analyzer a(stacks, std::move(filter), 1);
+    if (with_timeline) a.set_processes(build_process_model(timeline()));
+    for (const Event& e : kEvents) a.add(e);
+    return std::move(a).finish();
+}
+
+const ProcessTotals& of(const Analysis& a, int32_t pid) {
+    for (const auto& p : a.processes)
+        if (p.pid == pid) return p;
+    FAIL("no process ", pid);
+    return a.processes.front();
+}
+
+}  // namespace
+
+TEST_CASE("report with a timeline: exits leak, execs discard, the peak is over the processes alive") {
+    const Analysis a = analyse(true);
+    CHECK(a.has_timeline);
+    CHECK(a.peak_bytes == 8000);
+    CHECK(a.peak_blocks == 2);
+    CHECK(a.peak_time_ns == 6'000'000);
+    CHECK(a.leaked_bytes == 7000);  // 101's 5000 and 103's 2000
+    CHECK(a.leaked_blocks == 2);
+    CHECK(a.exec_discarded_bytes == 7000);
+    CHECK(a.exec_discarded_blocks == 1);
+    CHECK(a.live_at_end_bytes == 1000);  // 100, still running
+    CHECK(a.live_at_end_blocks == 1);
+    // Samples: 100's 12288 + 101's 100000 = 112288 at 3 ms; 101's own mark at its exit is higher.
+    CHECK(a.peak_rss_bytes == 200000);
+    CHECK(a.replaced_blocks == 0);  // 102's new image reuses its old block's address: no missed free
+
+    REQUIRE(a.processes.size() == 4);
+    const ProcessTotals& root = of(a, 100);
+    CHECK(root.info.command == "sh -c tree");
+    CHECK(root.info.status == "running at the end");
+    CHECK(root.live_bytes == 1000);
+    CHECK(root.leaked_bytes == 0);
+    CHECK(root.peak_bytes == 1001);
+    CHECK(root.calls == 2);
+    const ProcessTotals& c101 = of(a, 101);
+    CHECK(c101.info.parent == 100);
+    CHECK(c101.info.command == "sh -c tree");  // forked, never exec'd
+    CHECK(c101.info.status == "exit 1");
+    CHECK(c101.info.start_ns == ms(1));
+    CHECK(c101.info.end_ns == ms(4));
+    CHECK(c101.leaked_bytes == 5000);
+    CHECK(c101.peak_bytes == 5000);
+    CHECK(c101.info.rss_peak == 200000);
+    const ProcessTotals& c102 = of(a, 102);
+    CHECK(c102.info.command == "true x");
+    CHECK(c102.exec_discarded_bytes == 7000);
+    CHECK(c102.leaked_bytes == 0);
+    CHECK(c102.peak_bytes == 7000);
+    CHECK(c102.calls == 2);
+    CHECK(of(a, 103).leaked_bytes == 2000);
+
+    // Each site's leak is what its blocks held at their process's exit or at the end: the
+    // sites here have no stack, so they are one site.
+    REQUIRE(a.sites.size() == 1);
+    CHECK(a.sites[0].live_bytes == 8000);  // 5000 + 2000 leaked, 1000 live at the end
+}
+
+TEST_CASE("report without a timeline: every block live at the end is leaked, as before") {
+    const Analysis a = analyse(false);
+    CHECK_FALSE(a.has_timeline);
+    CHECK(a.peak_bytes == 13000);
+    CHECK(a.peak_time_ns == 6'000'000);
+    CHECK(a.leaked_bytes == 8000);  // 1000 + 5000 + 2000
+    CHECK(a.leaked_blocks == 3);
+    CHECK(a.replaced_blocks == 1);
+    CHECK(of(a, 101).leaked_bytes == 5000);
+    CHECK(of(a, 102).leaked_bytes == 0);
+}
+
+TEST_CASE("report with a timeline and --pid: only that process, its peak alone") {
+    FilterOptions f;
+    f.pids = {102};
+    const Analysis a = analyse(true, f);
+    CHECK(a.peak_bytes == 7000);
+    CHECK(a.exec_discarded_bytes == 7000);
+    CHECK(a.leaked_bytes == 0);
+    REQUIRE(a.processes.size() == 1);
+    CHECK(a.processes[0].pid == 102);
+}
+
+TEST_CASE("report with a timeline and --command: the processes whose command line matches") {
+    FilterOptions f;
+    f.command = std::regex("tree");  // 100 and its children that never exec'd: 101, 103
+    const Analysis a = analyse(true, f);
+    REQUIRE(a.processes.size() == 3);
+    CHECK(a.processes[0].pid == 100);
+    CHECK(a.processes[1].pid == 101);
+    CHECK(a.processes[2].pid == 103);
+    CHECK(a.peak_bytes == 6000);  // 100 and 101 at 3 ms
+    CHECK(a.leaked_bytes == 7000);
+    CHECK(a.exec_discarded_bytes == 0);
+    CHECK(a.live_at_end_bytes == 1000);
+
+    FilterOptions g;
+    g.command = std::regex("^true ");  // 102 after its exec only; its old image ran "sh -c tree"
+    const Analysis b = analyse(true, g);
+    REQUIRE(b.processes.size() == 1);
+    CHECK(b.processes[0].pid == 102);
+}
+
+TEST_CASE("report with a timeline: --fail-if rss_peak, live_at_end, exec_discarded") {
+    const Analysis a = analyse(true);
+    CHECK(a.peak_rss_bytes == 200000);  // 101's own mark, above the samples' 112288
+    const Metrics m = metrics(a, nullptr);
+    CHECK(m.at("rss_peak").value == 200000);
+    CHECK(m.at("live_at_end").value == 1000);
+    CHECK(m.at("exec_discarded").value == 7000);
+    auto holds = evaluate(parse_fail_if("rss_peak>190KiB").value(), m);
+    REQUIRE(holds);
+    CHECK(holds.value() == "rss_peak>190KiB holds: rss_peak = 200000");
+    CHECK_FALSE(evaluate(parse_fail_if("rss_peak>200KiB").value(), m).value());
+    CHECK_FALSE(metrics(analyse(false), nullptr).contains("rss_peak"));
+}
