@@ -88,16 +88,8 @@ void Analyzer::end_heap(const HeapEnd& end) {
     const uint64_t t = started_ && end.time > a_.start_ns ? end.time - a_.start_ns : 0;
     ProcessTotals& p = process(end.pid);
     for (uint64_t addr : addrs) {
-        Block* live = live_.find(BlockKey{end.pid, addr});
-        const Block b = *live;
-        live_.erase(live);
-        if (b.site == kIgnoredSite) continue;
-        SiteCounters& s = sites_.counters(b.site);
-        peak_.touch(s, sites_.peak(b.site));
-        --s.live_blocks;
-        s.live_bytes -= b.size;
-        --heap_blocks_;
-        heap_bytes_ -= b.size;
+        Block b;
+        if (!take_live(live_.find(BlockKey{end.pid, addr}), b)) continue;
         --p.live_blocks;
         p.live_bytes -= b.size;
         if (end.exec) {
@@ -217,23 +209,30 @@ void Analyzer::allocate(const Event& e, uint64_t t) {
     timeline_.add(t, heap_bytes_);
 }
 
+SiteCounters* Analyzer::take_live(Block* live, Block& b) {
+    b = *live;
+    live_.erase(live);
+    if (b.site == kIgnoredSite) return nullptr;
+    SiteCounters& s = sites_.counters(b.site);
+    peak_.touch(s, sites_.peak(b.site));
+    --s.live_blocks;
+    s.live_bytes -= b.size;
+    --heap_blocks_;
+    heap_bytes_ -= b.size;
+    return &s;
+}
+
 void Analyzer::release(int32_t pid, uint64_t addr, bool temporary_candidate, uint64_t t) {
     Block* live = live_.find(BlockKey{pid, addr});
     if (!live) {
         if (!filter_.before_window(t)) ++a_.unknown_frees;
         return;
     }
-    const Block b = *live;
-    live_.erase(live);
-    if (b.site == kIgnoredSite) return;
-
-    SiteCounters& s = sites_.counters(b.site);
-    peak_.touch(s, sites_.peak(b.site));
-    --s.live_blocks;
-    s.live_bytes -= b.size;
+    Block b;
+    SiteCounters* const counted = take_live(live, b);
+    if (!counted) return;
+    SiteCounters& s = *counted;
     ++a_.frees;
-    --heap_blocks_;
-    heap_bytes_ -= b.size;
     ProcessTotals& p = process(pid);
     --p.live_blocks;
     p.live_bytes -= b.size;

@@ -117,6 +117,9 @@ public:
 private:
     void allocate(const Event& e, uint64_t t);
     // Releases the block at (pid, addr); `temporary_candidate`: a Free rather than a Realloc.
+    // Takes a live block out of the heap (`b` gets it) and out of its site's live counts; null
+    // for a block of an ignored site, which counts nowhere.
+    SiteCounters* take_live(Block* live, Block& b);
     void release(int32_t pid, uint64_t addr, bool temporary_candidate, uint64_t t);
     void map(const Event& e);
     void unmap(const Event& e);
