@@ -57,6 +57,14 @@ long status_kib(const char* key) {
     return -1;
 }
 
+// ASan's allocator keeps freed memory in quarantine and pads every block: the peak then says
+// nothing about the table's layout. The plain unit suite asserts the bounds.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kMeasuresMemory = false;
+#else
+constexpr bool kMeasuresMemory = true;
+#endif
+
 struct Loaded {
     long growth_kib = -1;  // peak RSS during the load, above the RSS before it
     size_t stacks = 0, distinct_stacks = 0, distinct_frames = 0;
@@ -105,7 +113,7 @@ TEST_CASE("stack table: 20000 stacks of 127 frames cost their distinct frames, n
         CHECK(l.distinct_stacks == 1);
         CHECK(l.distinct_frames == kDepth);
         // A copy per stack was 2.5 M Frames, about 450 MiB; held interned, a hash table of 20000.
-        CHECK_MESSAGE(l.growth_kib < 16 * 1024, "peak growth ", l.growth_kib, " KiB");
+        if (kMeasuresMemory) CHECK_MESSAGE(l.growth_kib < 16 * 1024, "peak growth ", l.growth_kib, " KiB");
     }
     SUBCASE("the innermost frame differs per stack") {
         const Loaded l = load_in_child(write_stacks(tmp, kStacks, kDepth, true));
@@ -113,7 +121,7 @@ TEST_CASE("stack table: 20000 stacks of 127 frames cost their distinct frames, n
         CHECK(l.distinct_stacks == kStacks);
         CHECK(l.distinct_frames == kStacks + kDepth - 1);
         // 2.5 M pointers (20 MiB) and as many symbol ids (10 MiB), the 20126 frames; not 450 MiB.
-        CHECK_MESSAGE(l.growth_kib < 64 * 1024, "peak growth ", l.growth_kib, " KiB");
+        if (kMeasuresMemory) CHECK_MESSAGE(l.growth_kib < 64 * 1024, "peak growth ", l.growth_kib, " KiB");
     }
 }
 
