@@ -3,6 +3,7 @@
 // process's allocations are counted exactly; none may run unrecorded.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -89,7 +90,7 @@ TEST_CASE("lifecycle: SIGCONTs sent to each new child: it is stopped again at on
                                      std::to_string(n), std::to_string(conts)});
     INFO("stats: ", t.result.stats.raw);
     INFO("memtrack: ", t.result.run.describe(), "\n", t.result.run.err);
-    check_common(t);
+    CHECK(t.result.stats.dropped == 0);
     // Each SIGCONT that ended a pause was answered by a RESTOP. New children are held only
     // where they get probes of their own (elsewhere the shared probes serve them from the start).
     const uint64_t broken = stats_u64(t.result.stats, "holds_broken_by_others");
@@ -101,18 +102,22 @@ TEST_CASE("lifecycle: SIGCONTs sent to each new child: it is stopped again at on
     // out of the kernel, ahead of the RESTOP) is caught by its registers, said, and fails the
     // run: counts are exact unless memtrack said otherwise, and never short silently.
     const uint64_t escaped = stats_u64(t.result.stats, "holds_escaped");
+    // Short: counted short, or missing altogether (a child may run its whole life unprobed).
     const auto evs = with_size(t.events, FX_LIFE_CHILD);
-    CHECK(pids_of(evs).size() == children);
-    unsigned short_children = 0;
+    unsigned exact_children = 0;
     for (int pid : pids_of(evs))
-        if (tally(of_pid(evs, pid)) != "Malloc x" + std::to_string(n)) ++short_children;
+        if (tally(of_pid(evs, pid)) == "Malloc x" + std::to_string(n)) ++exact_children;
+    const unsigned short_children = children - std::min(children, exact_children);
     if (escaped == 0) {
         CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+        check_common(t);
         check_pairs_per_process(t, FX_LIFE_CHILD, children, n);
     } else {
         CHECK_MESSAGE(t.result.run.status == 1, "memtrack ", t.result.run.describe());
         CHECK(t.result.run.err.find("ran before their probes existed") != std::string::npos);
         CHECK(short_children <= escaped);
+        // A child that ran unprobed may have been inside the allocator when it was stopped
+        // again (a call whose entry or return was not seen: stale frames); the run failed anyway.
     }
     MESSAGE("SIGCONTs that ended a pause: ", broken, "; children that ran before being stopped again: ", escaped,
             " (", short_children, " of them short)");
