@@ -963,28 +963,50 @@ struct {
  * MT_KIND_EXEC before them took, so user space finds them in order behind it. At least one
  * record even for an empty text: the arguments' last piece is what completes an exec.
  */
+struct exec_text_walk {
+	const char *text;
+	__u64 ts, ids;
+	__u32 len, part, flags;
+};
+
+/* One piece of an exec text (bpf_loop's callback, verified once however long the text). */
+static int emit_exec_piece(__u32 i, void *ctx)
+{
+	struct exec_text_walk *w = ctx;
+	__u32 off = i * MT_EXEC_TEXT_BYTES;
+	if (off && off >= w->len)
+		return 1;
+	if (off > MT_EXEC_ARGS_MAX - MT_EXEC_TEXT_BYTES)
+		return 1;
+	struct mt_record *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count(MT_COUNTER_DROPPED);
+		return 1;
+	}
+	r->timestamp = w->ts;
+	bpf_probe_read_kernel(&r->addr, 8, w->text + off);
+	bpf_probe_read_kernel(&r->old_addr, 8, w->text + off + 8);
+	bpf_probe_read_kernel(&r->stack_hash, 8, w->text + off + 16);
+	r->size_kind = mt_pack_size_kind(mt_exec_text_size(w->part, w->len, off), MT_KIND_EXEC_TEXT, w->flags);
+	r->pid = w->ids >> 32;
+	r->tid = (__u32)w->ids;
+	__u64 fill = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	bpf_ringbuf_submit(r, fill < wakeup_bytes ? BPF_RB_NO_WAKEUP : 0);
+	note_fill(0, fill);
+	return 0;
+}
+
+/*
+ * Sends `text[0, len)` as MT_KIND_EXEC_TEXT records through the events ring, the route the
+ * MT_KIND_EXEC before them took, so user space finds them in order behind it. At least one
+ * record even for an empty text: the arguments' last piece is what completes an exec. A
+ * bpf_loop: 6.1's verifier gave up on the unrolled walk of 4 KiB (over 1 M instructions).
+ */
 static __always_inline void emit_exec_text(const char *text, __u32 len, __u32 max, __u32 part, __u32 flags,
 					   __u64 ts, __u64 ids)
 {
-	for (__u32 off = 0; off < max; off += MT_EXEC_TEXT_BYTES) {
-		if (off && off >= len)
-			break;
-		struct mt_record *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
-		if (!r) {
-			count(MT_COUNTER_DROPPED);
-			return;
-		}
-		r->timestamp = ts;
-		__builtin_memcpy(&r->addr, text + off, 8);
-		__builtin_memcpy(&r->old_addr, text + off + 8, 8);
-		__builtin_memcpy(&r->stack_hash, text + off + 16, 8);
-		r->size_kind = mt_pack_size_kind(mt_exec_text_size(part, len, off), MT_KIND_EXEC_TEXT, flags);
-		r->pid = ids >> 32;
-		r->tid = (__u32)ids;
-		__u64 fill = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
-		bpf_ringbuf_submit(r, fill < wakeup_bytes ? BPF_RB_NO_WAKEUP : 0);
-		note_fill(0, fill);
-	}
+	struct exec_text_walk w = {.text = text, .ts = ts, .ids = ids, .len = len, .part = part, .flags = flags};
+	bpf_loop((max + MT_EXEC_TEXT_BYTES - 1) / MT_EXEC_TEXT_BYTES, emit_exec_piece, &w, 0);
 }
 
 /* The exec that just happened in the current process: its path and its new image's argv. */
