@@ -26,9 +26,13 @@ void check_line(std::string_view line) {
     }
     if (!r.error && !r.command) __builtin_trap();
     if (r.command) {
+        // Every argument the command takes was given and is within its kind's range.
         for (const auto& arg : r.command->arguments) {
-            const auto& v = r.args.*arg.slot;
-            if (!v || *v <= 0) __builtin_trap();
+            if (arg.kind == memtrack::CommandArgument::Kind::Pid) {
+                if (!r.args.pid || *r.args.pid <= 0) __builtin_trap();
+            } else {
+                if (!r.args.name || r.args.name->empty() || r.args.name->size() > memtrack::kMaxNameBytes) __builtin_trap();
+            }
         }
     }
     // Whatever the request, its reply is one line of JSON.
