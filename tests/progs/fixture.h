@@ -13,8 +13,11 @@
 #ifndef MEMTRACK_FIXTURE_H
 #define MEMTRACK_FIXTURE_H
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 
 #define FX_FIXTURE_BROKEN 86
 
@@ -75,5 +78,29 @@ FX_INLINE unsigned fx_count(int argc, char **argv, unsigned dflt)
 			exit(FX_FIXTURE_BROKEN);                                           \
 		}                                                                          \
 	} while (0)
+
+
+/* mallocs and frees `size` `n` times, each block escaping (nothing elided). */
+FX_INLINE void fx_alloc_free(size_t size, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		void *p = malloc(fx_size(size));
+		FX_REQUIRE(p != NULL);
+		fx_escape(p);
+		free(fx_launder(p));
+	}
+}
+
+/* Waits for child `pid` (through EINTR) and returns its wait status. */
+FX_INLINE int fx_wait(pid_t pid)
+{
+	int status = 0;
+	pid_t got;
+	do
+		got = waitpid(pid, &status, 0);
+	while (got < 0 && errno == EINTR);
+	FX_REQUIRE(got == pid);
+	return status;
+}
 
 #endif

@@ -20,37 +20,22 @@
 #include "fixture.h"
 #include "fixture_sizes.h"
 
-static void allocate(size_t size, unsigned times)
-{
-	for (unsigned i = 0; i < times; i++) {
-		void *p = malloc(fx_size(size));
-		FX_REQUIRE(p != NULL);
-		fx_escape(p);
-		free(fx_launder(p));
-	}
-}
-
 static void wait_ok(pid_t pid)
 {
-	int status = 0;
-	pid_t got;
-	do
-		got = waitpid(pid, &status, 0);
-	while (got < 0 && errno == EINTR);
-	FX_REQUIRE(got == pid);
+	int status = fx_wait(pid);
 	FX_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 static void grandchild(unsigned n)
 {
-	allocate(FX_FORK_GRANDCHILD, 4 * n);
+	fx_alloc_free(FX_FORK_GRANDCHILD, 4 * n);
 	_exit(0);
 }
 
 static void child(unsigned index, unsigned n)
 {
 	static const size_t sizes[3] = {FX_FORK_CHILD0, FX_FORK_CHILD1, FX_FORK_CHILD2};
-	allocate(sizes[index], (index + 1) * n);
+	fx_alloc_free(sizes[index], (index + 1) * n);
 	if (index == 2) {
 		pid_t pid = fork();
 		FX_REQUIRE(pid >= 0);
@@ -64,7 +49,7 @@ static void child(unsigned index, unsigned n)
 int main(int argc, char **argv)
 {
 	unsigned n = fx_count(argc, argv, 5);
-	allocate(FX_FORK_PARENT, n);
+	fx_alloc_free(FX_FORK_PARENT, n);
 
 	pid_t pids[3];
 	for (unsigned i = 0; i < 3; i++) {

@@ -44,24 +44,10 @@ static unsigned arg_count(const char *s)
 	return (unsigned)v;
 }
 
-static void alloc_free(size_t size, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++) {
-		void *p = malloc(fx_size(size));
-		FX_REQUIRE(p != NULL);
-		fx_escape(p);
-		free(fx_launder(p));
-	}
-}
-
 /* Waits for `pid`, which must exit 0. */
 static void reap(pid_t pid)
 {
-	int status = 0;
-	pid_t got;
-	while ((got = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
-		;
-	FX_REQUIRE(got == pid);
+	int status = fx_wait(pid);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		fprintf(stderr, "lifecycle: child %d ended with status %#x\n", (int)pid, status);
 		exit(FX_FIXTURE_BROKEN);
@@ -93,7 +79,7 @@ static int sigcont_children(unsigned children, unsigned n, unsigned conts)
 		pid_t pid = fork();
 		FX_REQUIRE(pid >= 0);
 		if (pid == 0) {
-			alloc_free(FX_LIFE_CHILD, n);
+			fx_alloc_free(FX_LIFE_CHILD, n);
 			_exit(0);
 		}
 		for (unsigned k = 0; k < conts; k++)
@@ -108,7 +94,7 @@ static int stop_loop(unsigned n)
 	pid_t pid = fork();
 	FX_REQUIRE(pid >= 0);
 	if (pid == 0) {
-		alloc_free(FX_LIFE_CHILD, n);
+		fx_alloc_free(FX_LIFE_CHILD, n);
 		_exit(0);
 	}
 	const struct timespec pause_a_little = {0, 200 * 1000};
@@ -155,7 +141,7 @@ static void *leader_worker(void *arg)
 	const struct timespec a_moment = {0, 1000 * 1000};
 	while (!leader_gone(job->leader))
 		nanosleep(&a_moment, NULL);
-	alloc_free(job->size, job->n);
+	fx_alloc_free(job->size, job->n);
 	return NULL;
 }
 
@@ -188,7 +174,7 @@ static unsigned exit_n, exit_code;
 static void *exiting_thread(void *arg)
 {
 	(void)arg;
-	alloc_free(FX_LIFE_THREAD0, exit_n);
+	fx_alloc_free(FX_LIFE_THREAD0, exit_n);
 	exit((int)exit_code);
 }
 
@@ -206,7 +192,7 @@ int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
 	if (!strcmp(mode, "alloc") && argc == 3) {
-		alloc_free(FX_LIFE_EXECED, arg_count(argv[2]));
+		fx_alloc_free(FX_LIFE_EXECED, arg_count(argv[2]));
 		return 0;
 	}
 	if (!strcmp(mode, "thread-exec") && argc >= 3)

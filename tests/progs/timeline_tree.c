@@ -24,17 +24,6 @@
 #include "fixture.h"
 #include "fixture_sizes.h"
 
-static int wait_for(pid_t pid)
-{
-	int status = 0;
-	pid_t got;
-	do
-		got = waitpid(pid, &status, 0);
-	while (got < 0 && errno == EINTR);
-	FX_REQUIRE(got == pid);
-	return status;
-}
-
 static void touch(size_t mib)
 {
 	const size_t len = mib << 20;
@@ -52,7 +41,7 @@ int main(int argc, char **argv)
 	FX_REQUIRE(pid >= 0);
 	if (pid == 0)
 		_exit(FX_TIMELINE_CODE);
-	int status = wait_for(pid);
+	int status = fx_wait(pid);
 	FX_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == FX_TIMELINE_CODE);
 
 	pid = fork();
@@ -61,7 +50,7 @@ int main(int argc, char **argv)
 		kill(getpid(), SIGKILL);
 		_exit(FX_FIXTURE_BROKEN);
 	}
-	status = wait_for(pid);
+	status = fx_wait(pid);
 	FX_REQUIRE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 
 	pid = fork();
@@ -74,7 +63,7 @@ int main(int argc, char **argv)
 		execv(argv[1], args);
 		_exit(FX_FIXTURE_BROKEN);
 	}
-	status = wait_for(pid);
+	status = fx_wait(pid);
 	FX_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 3);
 
 	pid = fork();
@@ -83,7 +72,7 @@ int main(int argc, char **argv)
 		touch(mib);
 		_exit(0);
 	}
-	status = wait_for(pid);
+	status = fx_wait(pid);
 	FX_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	return 0;
 }
