@@ -15,22 +15,31 @@ for n in "${DLOPEN_SIZES[@]}"; do ((n > max_n)) && max_n=$n; done
 for ((i = 0; i < max_n; i++)); do cp "$BUILD/tests/progs/libmany.so" "$WORK/many/libmany$i.so"; done
 for ((REP = 1; REP <= REPS; REP++)); do
     for n in "${DLOPEN_SIZES[@]}"; do
-        for tool in untracked memtrack-nostacks memtrack; do run "$tool" "dlopen.$n.$tool" "$many_bin" "$n" "$WORK/many"; done
+        for tool in untracked memtrack-nostacks memtrack; do
+            run "$tool" "dlopen.$n.$tool" "$many_bin" "$n" "$WORK/many"
+            # The dlopens' own time, without memtrack's start-up and shutdown (dlopen_many prints it).
+            awk '$1 == "dlopens" { print $2 }' "$WORK/log/dlopen.$n.${tool}__r$REP.log.out" >>"$WORK/t/dlopen.$n.$tool.loop"
+        done
     done
 done
 echo "\`dlopen_many N\`: N dlopens of distinct copies of a small library (each constructor makes one"
-echo "allocation), kept open. Wall time, medians of $REPS runs; target (bench.sh): memtrack within 3x of"
-echo "untracked at every size. Holds: new_code_held_ms of the last memtrack run; full reads: holds that"
-echo "read all of the process's mappings (code_full_scans), the others read only the loader's new objects."
+echo "allocation), kept open. The dlopens' own time (the program times its loop), medians of $REPS runs;"
+echo "target (bench.sh): memtrack within 3x of untracked at every size. Wall: the whole run, memtrack's"
+echo "start-up and shutdown included. Holds: new_code_held_ms of the last memtrack run; full reads: holds"
+echo "(code_full_scans) and symbolizer answers (symbolizer_maps_full_reads) that read all the process's"
+echo "mappings; the others took only what the loader added."
 echo
-echo "| libraries | untracked (s) | memtrack --no-stacks (s) | ratio | memtrack (s) | ratio | objects examined | full reads | hold p50 / p99 (ms) |"
-echo "|----------:|--------------:|-------------------------:|------:|-------------:|------:|-----------------:|-----------:|---------------------|"
+echo "| libraries | untracked (s) | --no-stacks (s) | ratio | memtrack (s) | ratio | wall: untracked / --no-stacks / memtrack (s) | objects examined | full reads: holds / symbolizer | hold p50 / p99 (ms) |"
+echo "|----------:|--------------:|----------------:|------:|-------------:|------:|-----------------------------------|-----------------:|-----------:|---------------------|"
 for n in "${DLOPEN_SIZES[@]}"; do
-    u=$(median "$WORK/t/dlopen.$n.untracked") ns=$(median "$WORK/t/dlopen.$n.memtrack-nostacks") st=$(median "$WORK/t/dlopen.$n.memtrack")
+    u=$(median "$WORK/t/dlopen.$n.untracked.loop") ns=$(median "$WORK/t/dlopen.$n.memtrack-nostacks.loop") st=$(median "$WORK/t/dlopen.$n.memtrack.loop")
+    wu=$(median "$WORK/t/dlopen.$n.untracked") wns=$(median "$WORK/t/dlopen.$n.memtrack-nostacks") wst=$(median "$WORK/t/dlopen.$n.memtrack")
     stats="$WORK/stats/dlopen.$n.memtrack__r$REPS.json"
-    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |\n' "$n" "$(fmt "$u" '%.2f')" "$(fmt "$ns" '%.2f')" \
+    printf '| %s | %s | %s | %s | %s | %s | %s / %s / %s | %s | %s / %s | %s / %s |\n' "$n" "$(fmt "$u" '%.2f')" "$(fmt "$ns" '%.2f')" \
         "$(fmt "$(calc "$ns / $u")" '%.1f')" "$(fmt "$st" '%.2f')" "$(fmt "$(calc "$st / $u")" '%.1f')" \
+        "$(fmt "$wu" '%.2f')" "$(fmt "$wns" '%.2f')" "$(fmt "$wst" '%.2f')" \
         "$(jget "$stats" .code_objects_examined 2>/dev/null || echo n/a)" "$(jget "$stats" .code_full_scans 2>/dev/null || echo n/a)" \
+        "$(jget "$stats" .symbolizer_maps_full_reads 2>/dev/null || echo n/a)" \
         "$(fmt "$(jget "$stats" .new_code_held_ms.p50 2>/dev/null)" '%.2f')" "$(fmt "$(jget "$stats" .new_code_held_ms.p99 2>/dev/null)" '%.2f')"
 done
 rm -rf "$WORK/many"

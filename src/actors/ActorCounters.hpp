@@ -42,6 +42,10 @@ struct SymbolizerCounters {
     Counter module_load_ns;      // modules loaded on the strand, not by the preload thread
     Counter max_queued_batches;  // the most stack batches seen waiting (bound: the queue's size)
     Counter jit_frames;          // frames named by a process's perf map
+    // Answers to stacks whose process mapped new code: all of /proc/PID/maps read, or only
+    // the objects the loader added (AddedCode); and stragglers found among those added.
+    Counter maps_full_reads;
+    Counter maps_added_reads;
     // Stacks cut at a return address outside every executable mapping, and the frames cut.
     Counter stacks_cut_outside_code;
     Counter frames_cut_outside_code;

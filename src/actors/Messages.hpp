@@ -22,8 +22,16 @@ using Strand = boost::asio::strand<boost::asio::io_context::executor_type>;
 struct StackSample {
     uint64_t hash = 0;
     int32_t pid = 0;
-    uint16_t flags = 0;  // MT_STACK_NEW_MAPS
+    uint16_t flags = 0;  // MT_STACK_NEW_MAPS, MT_STACK_HELD, MT_STACK_LOADER_CODE
     std::vector<uint64_t> ips;
+};
+
+// What a stack that said its process's mappings changed was answered with: all of them, or only
+// the code the loader added since the last answer (AddedCode), to add to what was known.
+struct MapsRead {
+    MapsRead(ProcessMaps m, bool added = false) : maps(std::move(m)), added_only(added) {}
+    ProcessMaps maps;
+    bool added_only = false;
 };
 
 // One chunk of ring records, in ring order: events from the event ring, stacks from the stacks ring.
@@ -32,7 +40,7 @@ struct RecordBatch {
     std::vector<StackSample> stacks;
     // The mappings of the processes whose stacks say they changed, read before the batch was
     // queued (Symbolizer::read_new_maps).
-    std::vector<ProcessMaps> maps;
+    std::vector<MapsRead> maps;
     uint64_t end_pos = 0;  // the ring's consumer position right after this batch
 };
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <string>
 
 #include <boost/asio/post.hpp>
@@ -16,6 +17,7 @@
 #include "core/Log.hpp"
 #include "probes/BpfSession.hpp"
 #include "probes/MappedObjects.hpp"
+#include "symbols/AddedCode.hpp"
 #include "bpf/hold.h"
 #include "process/ProcessHolds.hpp"
 #include "process/ProcessSignal.hpp"
@@ -37,13 +39,26 @@ ring_buffer* open_spawns(int map_fd, ring_buffer_sample_fn fn, void* ctx) {
     return rb;
 }
 
+// The loader names an object by the path it opened (a symlink, say); the Symbolizer's frames name
+// it as /proc/PID/maps does, whichever way its mappings were learnt.
+std::vector<Mapping> kernel_named(pid_t pid, std::vector<Mapping> code) {
+    for (Mapping& m : code) {
+        std::error_code ec;
+        auto target = std::filesystem::read_symlink(fmt::format("/proc/{}/map_files/{:x}-{:x}", pid, m.start, m.end), ec);
+        if (!ec) m.path = target.string();
+    }
+    return code;
+}
+
 }  // namespace
 
-ProcessLinks::ProcessLinks(asio::io_context& io, BpfSession& bpf, ProcessHolds& holds, UnwindTables* unwind)
+ProcessLinks::ProcessLinks(asio::io_context& io, BpfSession& bpf, ProcessHolds& holds, UnwindTables* unwind,
+                           AddedCode* added)
     : strand_(asio::make_strand(io)),
       bpf_(bpf),
       holds_(holds),
       unwind_(unwind),
+      added_(added),
       spawns_(open_spawns(bpf.spawns_ring_fd(), &ProcessLinks::on_spawn_record, this), ring_buffer__free),
       spawns_watch_(strand_, ::dup(ring_buffer__epoll_fd(spawns_.get()))),
       backstop_(strand_) {}
@@ -300,11 +315,13 @@ Result<std::vector<ProbedObject>> ProcessLinks::new_code_objects(pid_t pid, uint
                 if (auto r = unwind_->describe_added(pid, code); !r && r.error().err != ESRCH && r.error().err != ENOENT)
                     log::error("unwind tables for process {}: {}", pid, r.error().message());
             }
+            if (added_) added_->publish(pid, kernel_named(pid, std::move(code)));
             return out;
         }
         log::info("process {}: the loader's list cannot be followed from its last object: all its mappings read", pid);
     }
     counters_.code_full_scans.add();
+    if (added_) added_->lose_track(pid);
     log::info("process {}: new code ({}): all its mappings read", pid, source == MT_CODE_EXEC ? "exec" : "loader");
     describe_unwind(pid);
     auto mapped = executable_objects(pid);
@@ -392,6 +409,7 @@ void ProcessLinks::on_exit(pid_t pid) {
     processes_.erase(it);
     code_.erase(pid);
     if (unwind_) unwind_->forget(pid);
+    if (added_) added_->forget(pid);
 }
 
 }  // namespace memtrack

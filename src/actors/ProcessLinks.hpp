@@ -39,6 +39,7 @@ struct ring_buffer;
 
 namespace memtrack {
 
+class AddedCode;
 class BpfSession;
 class ProcessHolds;
 class UnwindTables;
@@ -48,7 +49,9 @@ public:
     static constexpr size_t kMaxOwnLinked = 4;
 
     // unwind: the CFI walker's tables, described for each process before it runs new code (null: none).
-    ProcessLinks(boost::asio::io_context& io, BpfSession& bpf, ProcessHolds& holds, UnwindTables* unwind);
+    // added: where the code each loader hook added is published for the Symbolizer (null: none).
+    ProcessLinks(boost::asio::io_context& io, BpfSession& bpf, ProcessHolds& holds, UnwindTables* unwind,
+                 AddedCode* added = nullptr);
     ~ProcessLinks();
 
     // Attaches pid's probes now, from the caller's thread: only before the io_context runs (the
@@ -111,6 +114,7 @@ private:
     ProcessHolds& holds_;
     LinkCounters counters_;
     UnwindTables* unwind_;
+    AddedCode* added_;
     std::unique_ptr<ring_buffer, void (*)(ring_buffer*)> spawns_;
     boost::asio::posix::stream_descriptor spawns_watch_;
     boost::asio::steady_timer backstop_;

@@ -10,13 +10,14 @@
 #include "core/Clock.hpp"
 #include "core/Log.hpp"
 #include "ring/RingView.hpp"
+#include "symbols/AddedCode.hpp"
 
 namespace memtrack {
 
 Symbolizer::Symbolizer(boost::asio::io_context& io, BatchQueue& in, ZstdFileWriter stacks_file, ProcessHolds* holds,
-                       std::unique_ptr<Resolver> resolver,
+                       AddedCode* added, std::unique_ptr<Resolver> resolver,
                        std::chrono::microseconds delay_per_stack)
-    : BatchSink(io, in), file_(std::move(stacks_file)), holds_(holds),
+    : BatchSink(io, in), file_(std::move(stacks_file)), holds_(holds), added_(added),
       resolver_(resolver ? std::move(resolver) : std::make_unique<Resolver>()), delay_per_stack_(delay_per_stack) {}
 
 Result<void> Symbolizer::finish_file() {
@@ -26,26 +27,42 @@ Result<void> Symbolizer::finish_file() {
     return file_.finish();
 }
 
-void Symbolizer::read_new_maps(RecordBatch& b) const {
+void Symbolizer::read_new_maps(RecordBatch& b) {
     for (const StackSample& s : b.stacks) {
         if (!(s.flags & MT_STACK_NEW_MAPS)) continue;  // MT_STACK_HELD comes with NEW_MAPS
         const uint64_t t0 = monotonic_ns();
-        auto maps = ProcessMaps::read(s.pid);
-        if (!maps) log::info("mappings of {}: {}", s.pid, maps.error().message());
-        else b.maps.push_back(std::move(maps).value());
+        std::optional<std::vector<Mapping>> added;
+        if ((s.flags & MT_STACK_LOADER_CODE) && added_) added = added_->take(s.pid);
+        if (added) {
+            counters_.maps_added_reads.add();
+            b.maps.emplace_back(ProcessMaps::of(s.pid, std::move(*added)), true);
+        } else {
+            counters_.maps_full_reads.add();
+            if (added_) added_->covered(s.pid);
+            auto maps = ProcessMaps::read(s.pid);
+            if (!maps) log::info("mappings of {}: {}", s.pid, maps.error().message());
+            else b.maps.emplace_back(std::move(maps).value());
+        }
         // BPF paused the process at its first stack so that this read could not miss it.
         if ((s.flags & MT_STACK_HELD) && holds_) holds_->release(uint32_t(s.pid), MT_HOLD_SNAPSHOT);
         log::info("symbols: mappings of {} read in {:.2f} ms", s.pid, double(monotonic_ns() - t0) / 1e6);
     }
 }
 
-void Symbolizer::install(ProcessMaps maps) {
-    const int32_t pid = maps.pid();
+void Symbolizer::install(MapsRead read) {
+    const int32_t pid = read.maps.pid();
+    if (read.added_only) {
+        auto [it, fresh] = maps_.try_emplace(pid, std::move(read.maps));
+        if (!fresh) it->second.add(read.maps.mappings());
+        return;
+    }
     // A process that has exited shows no mappings: what was read before it exited stays true.
-    if (!maps.mappings().empty() || !maps_.count(pid)) maps_[pid] = std::move(maps);
+    if (!read.maps.mappings().empty() || !maps_.count(pid)) maps_[pid] = std::move(read.maps);
 }
 
 void Symbolizer::read_again(int32_t pid) {
+    counters_.maps_full_reads.add();
+    if (added_) added_->covered(pid);
     auto maps = ProcessMaps::read(pid);
     if (!maps) log::info("mappings of {}: {}", pid, maps.error().message());
     else install(std::move(maps).value());
@@ -60,9 +77,19 @@ bool Symbolizer::in_code(int32_t pid, uint64_t ip, std::unordered_set<int32_t>& 
         return ip != 0 && m != nullptr && m->executable;
     };
     if (covered()) return true;
-    // Code mapped since the snapshot without an event that says so (mprotect of a JIT's pages,
-    // the loader's own mappings): read the mappings once more, once a batch.
-    if (ip == 0 || !reread.insert(pid).second) return false;
+    if (ip == 0) return false;
+    // A stack taken inside dlopen, before the snapshot its return asks for (a constructor's):
+    // the loader's hook published what it added before the code ran.
+    if (added_) {
+        if (auto m = added_->find(pid, ip - 1)) {
+            counters_.maps_added_reads.add();
+            maps_[pid].add({std::move(*m)});
+            if (covered()) return true;
+        }
+    }
+    // Code mapped since the snapshot without an event that says so (mprotect of a JIT's pages):
+    // read the mappings once more, once a batch.
+    if (!reread.insert(pid).second) return false;
     read_again(pid);
     return covered();
 }
@@ -80,7 +107,7 @@ void Symbolizer::write_batch(const RecordBatch& b) {
     for (const StackSample& s : b.stacks) {
         // A process's new mappings apply from the stack that brought them: the stacks before it
         // in the batch were taken in the image it had before (an exec moves everything).
-        if ((s.flags & MT_STACK_NEW_MAPS) && next_maps < b.maps.size() && b.maps[next_maps].pid() == s.pid)
+        if ((s.flags & MT_STACK_NEW_MAPS) && next_maps < b.maps.size() && b.maps[next_maps].maps.pid() == s.pid)
             install(b.maps[next_maps++]);
         if (!maps_.count(s.pid)) read_again(s.pid);
         counters_.stack_ring_bytes.add(RingView::record_bytes(MT_STACK_HEADER_BYTES + 8 * s.ips.size()));

@@ -26,22 +26,26 @@
 
 namespace memtrack {
 
+class AddedCode;
 class ProcessHolds;
 
 class Symbolizer : public BatchSink {
 public:
     // `resolver` may already be preloading modules (Resolver::preload). `delay_per_stack` is a
     // testing knob (--symbolize-delay-us): a symbolizer that lags.
+    // `added`: the code the loader added to each process (null: every change reads all mappings).
     Symbolizer(boost::asio::io_context& io, BatchQueue& in, ZstdFileWriter stacks_file, ProcessHolds* holds,
-               std::unique_ptr<Resolver> resolver = nullptr,
+               AddedCode* added = nullptr, std::unique_ptr<Resolver> resolver = nullptr,
                std::chrono::microseconds delay_per_stack = {});
 
     // On the stacks consumer's strand, before `b` is queued: reads the mappings of every process
     // whose stack says they changed, into `b`, and ends its first-stack pause. There, not on the
     // strand: a pause must not wait behind the batches queued before it, whose symbols may wait
     // for a debuginfod server (up to DEBUGINFOD_TIMEOUT). It waits only when the queue is full,
-    // as pressure does. Touches nothing of the strand's.
-    void read_new_maps(RecordBatch& b) const;
+    // as pressure does. Touches nothing of the strand's but its counters. After a dlopen
+    // (MT_STACK_LOADER_CODE) the answer is only the objects the loader added, when AddedCode
+    // followed them all: O(new objects) where a read of /proc/PID/maps is O(objects mapped).
+    void read_new_maps(RecordBatch& b);
     SymbolizerCounters counters() const { return counters_; }
 
 private:
@@ -49,14 +53,16 @@ private:
     void write_batch(const RecordBatch& b) override;
     Result<void> flush_file() override { return file_.flush(); }
     Result<void> finish_file() override;
-    // Mappings read (by read_new_maps, or again here) replace what was known of their process.
-    void install(ProcessMaps maps);
+    // Mappings read (by read_new_maps, or again here) replace what was known of their process;
+    // the loader's additions add to it.
+    void install(MapsRead read);
     void read_again(int32_t pid);
     // Whether `ip` (a return address) lies in code `pid` maps.
     bool in_code(int32_t pid, uint64_t ip, std::unordered_set<int32_t>& reread);
 
     ZstdFileWriter file_;
     ProcessHolds* holds_;  // null: nothing is ever held for a snapshot (tests)
+    AddedCode* added_;
     std::unique_ptr<Resolver> resolver_;
     std::chrono::microseconds delay_per_stack_;
     SymbolizerCounters counters_;

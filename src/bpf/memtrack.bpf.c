@@ -157,6 +157,8 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } maps_known SEC(".maps");
+#define MT_MAPS_KNOWN 1        /* read: nothing new since */
+#define MT_MAPS_LOADER_ADDED 2 /* read, and since then the loader mapped code in dlopen */
 
 /* Thread group ids of the command and its descendants. */
 /* Not preallocated: a preallocated 64 Ki-entry hash costs ~40 ms at start-up. */
@@ -183,6 +185,7 @@ struct thread_state {
 	__u32 map_func;                     /* the mapping wrapper in flight (mt_func) */
 	__u64 map_sp;                       /* its entry stack pointer; 0: none to record */
 	__u64 map_arg0, map_arg1, map_arg2; /* its arguments */
+	__u32 in_dlopen;                    /* dlopen calls in flight (a constructor may dlopen) */
 };
 
 struct {
@@ -581,7 +584,9 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 		return h;
 	}
 
-	bool new_maps = bpf_map_lookup_elem(&maps_known, &tgid) == NULL;
+	__u8 *maps_state = bpf_map_lookup_elem(&maps_known, &tgid);
+	bool new_maps = !maps_state || *maps_state != MT_MAPS_KNOWN;
+	bool loader_code = maps_state && *maps_state == MT_MAPS_LOADER_ADDED;
 	__u32 record_bytes = MT_STACK_HEADER_BYTES + (nr & MT_MAX_FRAMES) * 8;
 	/*
 	 * Room first, then the pause, then the record: a record the Symbolizer can read always
@@ -600,7 +605,7 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 	s->nr = nr;
 	s->flags = 0;
 	if (new_maps) {
-		s->flags = MT_STACK_NEW_MAPS;
+		s->flags = MT_STACK_NEW_MAPS | (loader_code ? MT_STACK_LOADER_CODE : 0);
 		/* Paused until the Symbolizer has read its mappings, so a quick exit cannot beat it. */
 		if (hold_current(tgid, MT_HOLD_SNAPSHOT, false))
 			s->flags |= MT_STACK_HELD;
@@ -614,7 +619,7 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 		     : bpf_ringbuf_query(&stacks, BPF_RB_AVAIL_DATA) < stack_wakeup_bytes ? BPF_RB_NO_WAKEUP : 0;
 	bpf_ringbuf_submit_dynptr(&out, wake);
 	count(MT_COUNTER_STACKS_SENT);
-	__u8 one = 1;
+	__u8 one = MT_MAPS_KNOWN;
 	if (new_maps)
 		bpf_map_update_elem(&maps_known, &tgid, &one, BPF_ANY);
 	if (unwind_cfi)
@@ -656,6 +661,20 @@ static __always_inline void forget_mappings(void)
 {
 	__u32 tgid = current_tgid();
 	bpf_map_delete_elem(&maps_known, &tgid);
+}
+
+/*
+ * New code the loader mapped in a dlopen: the loader's hook found it (ProcessLinks publishes it in
+ * AddedCode before the process goes on), so the next new stack asks for only that
+ * (MT_STACK_LOADER_CODE), not for all mappings. A process whose mappings must be read whole
+ * anyway stays so.
+ */
+static __always_inline void loader_mapped_code(void)
+{
+	__u32 tgid = current_tgid();
+	__u8 *known = bpf_map_lookup_elem(&maps_known, &tgid);
+	if (known && *known == MT_MAPS_KNOWN)
+		*known = MT_MAPS_LOADER_ADDED;
 }
 
 /*
@@ -703,6 +722,8 @@ static __always_inline void mapping_entry(struct thread_state *st, struct pt_reg
 	bool ranged = func == MT_FUNC_MUNMAP || func == MT_FUNC_MREMAP;
 	bool internal = func == MT_FUNC_BRK ? mt_brk_internal(&st->frames, sp)
 					    : mt_mapping_internal(&st->frames, sp, ranged ? a0 : 0, ranged ? a1 : 0);
+	if (func == MT_FUNC_DLOPEN && st->in_dlopen < 64)
+		st->in_dlopen++;
 	if (func == MT_FUNC_DLOPEN || internal) {
 		st->map_sp = 0;
 		return;
@@ -716,11 +737,13 @@ static __always_inline void mapping_entry(struct thread_state *st, struct pt_reg
 
 static __always_inline void mapping_return(struct pt_regs *ctx, __u32 func)
 {
+	struct thread_state *st = state(false);
 	if (func == MT_FUNC_DLOPEN) {
-		forget_mappings();
+		if (st && st->in_dlopen)
+			st->in_dlopen--;
+		loader_mapped_code();
 		return;
 	}
-	struct thread_state *st = state(false);
 	/* The return address sits where the entry's stack pointer pointed. */
 	if (!st || !st->map_sp || PT_REGS_SP(ctx) != st->map_sp + 8 || st->map_func != func)
 		return;
@@ -733,7 +756,10 @@ static __always_inline void mapping_return(struct pt_regs *ctx, __u32 func)
 		if (ret == MAP_FAILED)
 			break;
 		mt_mapping_created(&st->frames);
-		if (st->map_arg2 & PROT_EXEC)
+		/* Inside dlopen, the loader's: the hook that follows sees what it maps. */
+		if ((st->map_arg2 & PROT_EXEC) && st->in_dlopen)
+			loader_mapped_code();
+		else if (st->map_arg2 & PROT_EXEC)
 			forget_mappings();
 		emit(MT_KIND_MMAP, ret, st->map_arg1, 0, 0);
 		break;

@@ -75,8 +75,9 @@ std::vector<std::string> likely_modules(const TrackOptions& o, const std::string
     return paths;
 }
 
-// The folder --cache-dir names, which must be usable; or the default one, skipped with a
-// warning when it is not (tables are then built every run).
+// The folder --cache-dir names, or the default one: one that is not memtrack's own (another
+// owner, others may write, a link on the way) or cannot be made is refused in one line, and
+// tables are built every run (issue 28.3: no cache, the run goes on).
 std::shared_ptr<const CfiTableCache> open_cache(const TrackOptions& opt) {
     if (opt.no_cache) return nullptr;
     const bool named = !opt.cache_dir.empty();
@@ -84,8 +85,8 @@ std::shared_ptr<const CfiTableCache> open_cache(const TrackOptions& opt) {
     if (dir.empty()) return nullptr;
     auto cache = CfiTableCache::open(dir);
     if (cache) return std::make_shared<const CfiTableCache>(std::move(cache).value());
-    if (named) throw FatalError("--cache-dir: " + cache.error().message());
-    log::warn("unwind tables are built every run: {}", cache.error().message());
+    log::warn("{}unwind tables are built every run: {}", named ? "--cache-dir refused; " : "",
+              cache.error().message());
     return nullptr;
 }
 
@@ -129,8 +130,7 @@ int run_track(const TrackOptions& opt_in) {
         control = value_or_throw(
             Control::bind(io, opt.socket, std::chrono::milliseconds(int64_t(opt.control_idle_timeout * 1000))));
 
-    // The unwind table cache before the command exists: a --cache-dir that cannot be used ends
-    // the run here, with nothing started.
+    // The unwind table cache before the command exists (a refused folder is said before it runs).
     std::shared_ptr<const CfiTableCache> unwind_cache;
     if (!opt.no_stacks && opt.unwind == "cfi") unwind_cache = open_cache(opt);
 

@@ -40,6 +40,7 @@
 #include "process/ProcessSignal.hpp"
 #include "ring/RingView.hpp"
 #include "symbols/Resolver.hpp"
+#include "symbols/AddedCode.hpp"
 #include "unwind/UnwindTables.hpp"
 
 namespace memtrack {
@@ -65,7 +66,7 @@ public:
         if (stacks_file) {
             stacks_.emplace(io, value_or_throw(RingView::map(bpf.stacks_ring_fd())),
                             consumer_options(RingConsumer::Records::Stacks), std::move(*stacks_file), &holds_,
-                            std::move(resolver), std::chrono::microseconds(opt.symbolize_delay_us));
+                            &added_code_, std::move(resolver), std::chrono::microseconds(opt.symbolize_delay_us));
             stacks_->consumer().set_before_queue([this](RecordBatch& b) { stacks_->sink().read_new_maps(b); });
             watch_pressure(*stacks_);
             lanes.push_back(&*stacks_);
@@ -73,7 +74,7 @@ public:
         drains_.emplace(io_, std::move(lanes));
         if (stacks_file && bpf_.unwind_rows_capacity())
             unwind_ = value_or_throw(UnwindTables::open(bpf_, std::move(unwind_cache)));
-        links_.emplace(io_, bpf_, holds_, unwind_.get());
+        links_.emplace(io_, bpf_, holds_, unwind_.get(), stacks_ ? &added_code_ : nullptr);
         if (auto r = links_->attach_now(child.pid()); !r) throw FatalError("BPF attach failed: " + r.error().message());
         events_.sink().add_root_process(timeline_event(TimelineEvent::Type::Start, child.pid()));
         if (control_) control_->set_handlers(control_handlers());
@@ -407,6 +408,7 @@ private:
     HoldMaps hold_maps_;
     PidfdSignals hold_signals_;
     ProcessHolds holds_;  // before every actor that ends a pause
+    AddedCode added_code_;  // ProcessLinks -> Symbolizer: what each dlopen added
     SinkLane<Writer> events_;
     std::optional<SinkLane<Symbolizer>> stacks_;
     PressureControl pressure_;

@@ -71,6 +71,26 @@ ProcessMaps ProcessMaps::parse(std::string_view text) {
     return maps;
 }
 
+ProcessMaps ProcessMaps::of(int pid, std::vector<Mapping> mappings) {
+    ProcessMaps maps;
+    maps.pid_ = pid;
+    maps.add(std::move(mappings));
+    return maps;
+}
+
+void ProcessMaps::add(std::vector<Mapping> more) {
+    for (Mapping& m : more) {
+        // The known mappings overlapping [m.start, m.end): from the last one starting before
+        // m.end back while they still end after m.start (they never overlap each other).
+        auto last = std::lower_bound(mappings_.begin(), mappings_.end(), m.end,
+                                     [](const Mapping& k, uint64_t end) { return k.start < end; });
+        auto first = last;
+        while (first != mappings_.begin() && std::prev(first)->end > m.start) --first;
+        auto at = mappings_.erase(first, last);
+        mappings_.insert(at, std::move(m));
+    }
+}
+
 Result<ProcessMaps> ProcessMaps::read(int pid) {
     auto text = read_proc_maps(pid);
     if (!text) return text.error();

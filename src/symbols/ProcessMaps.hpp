@@ -35,6 +35,12 @@ public:
     // Parses the text of a maps file. Lines that do not parse are skipped, not fatal: the kernel
     // format is stable, and one odd line should not cost every other mapping. pid() is 0.
     static ProcessMaps parse(std::string_view text);
+    // Mappings known otherwise (code the loader added, AddedCode), as a snapshot of pid.
+    static ProcessMaps of(int pid, std::vector<Mapping> mappings);
+
+    // Adds `more` (sorted or not) over what is known: a known mapping that overlaps one of them
+    // is gone (the new one was mapped over it, or after it was unmapped).
+    void add(std::vector<Mapping> more);
 
     // The mapping containing `addr`, or nullptr. Binary search over the sorted mappings.
     const Mapping* find(uint64_t addr) const;

@@ -16,6 +16,10 @@
  *                                waits for it
  *   thread-exit N CODE           a second thread allocates FX_LIFE_THREAD0 N times, then ends
  *                                the whole process with exit(CODE) while the main thread waits
+ *   traced N                     forks one child allocating FX_LIFE_CHILD N times under ptrace
+ *                                (PTRACE_SEIZE), interrupting it over and over as a debugger or
+ *                                strace does: stops it did not cause are left as they are
+ *                                (PTRACE_LISTEN), signals passed on
  *
  * Every child is waited for; each must exit 0. Exits 0 when all went as planned.
  */
@@ -26,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -188,6 +193,65 @@ static int thread_exit(unsigned n, unsigned code)
 		pause(); /* ended by the other thread's exit */
 }
 
+/*
+ * Waits for the traced child's next report after an interrupt, as a well-behaved tracer does: a
+ * signal is passed on, a group stop someone else caused (memtrack's pauses are SIGSTOPs) is left
+ * in place with PTRACE_LISTEN until their SIGCONT, the interrupt's own stop is continued.
+ * Returns 1 once the child has exited (with 0), else 0.
+ */
+static int tracer_step(pid_t pid)
+{
+	for (;;) {
+		int status = 0;
+		pid_t got = waitpid(pid, &status, __WALL);
+		if (got < 0 && errno == EINTR)
+			continue;
+		FX_REQUIRE(got == pid);
+		if (WIFEXITED(status) || WIFSIGNALED(status)) {
+			FX_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+			return 1;
+		}
+		FX_REQUIRE(WIFSTOPPED(status));
+		const int sig = WSTOPSIG(status);
+		if ((status >> 16) == PTRACE_EVENT_STOP) {
+			if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
+				FX_REQUIRE(ptrace(PTRACE_LISTEN, pid, 0, 0) == 0 || errno == ESRCH);
+				continue;
+			}
+			FX_REQUIRE(ptrace(PTRACE_CONT, pid, 0, 0) == 0 || errno == ESRCH);
+			return 0;
+		}
+		FX_REQUIRE(ptrace(PTRACE_CONT, pid, 0, (void *)(long)sig) == 0 || errno == ESRCH);
+	}
+}
+
+static int traced(unsigned n)
+{
+	int go[2];
+	FX_REQUIRE(pipe(go) == 0);
+	pid_t pid = fork();
+	FX_REQUIRE(pid >= 0);
+	if (pid == 0) {
+		char c;
+		close(go[1]);
+		FX_REQUIRE(read(go[0], &c, 1) == 1);
+		fx_alloc_free(FX_LIFE_CHILD, n);
+		_exit(0);
+	}
+	close(go[0]);
+	FX_REQUIRE(ptrace(PTRACE_SEIZE, pid, 0, 0) == 0);
+	FX_REQUIRE(write(go[1], "g", 1) == 1);
+	close(go[1]);
+	const struct timespec pause_a_little = {0, 200 * 1000};
+	for (;;) {
+		nanosleep(&pause_a_little, NULL);
+		/* ESRCH: not stopped for us right now is impossible for a seized tracee; it exited. */
+		FX_REQUIRE(ptrace(PTRACE_INTERRUPT, pid, 0, 0) == 0 || errno == ESRCH);
+		if (tracer_step(pid))
+			return 0;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -207,7 +271,9 @@ int main(int argc, char **argv)
 		return vfork_exec(argv + 2);
 	if (!strcmp(mode, "thread-exit") && argc == 4)
 		return thread_exit(arg_count(argv[2]), arg_count(argv[3]));
+	if (!strcmp(mode, "traced") && argc == 3)
+		return traced(arg_count(argv[2]));
 	fprintf(stderr, "usage: lifecycle alloc N | thread-exec PROGRAM ARGS... | sigcont-children C N K |"
-			" stop-loop N | leader-exit T N | vfork-exec PROGRAM ARGS... | thread-exit N CODE\n");
+			" stop-loop N | leader-exit T N | vfork-exec PROGRAM ARGS... | thread-exit N CODE | traced N\n");
 	return FX_FIXTURE_BROKEN;
 }

@@ -133,6 +133,16 @@ TEST_CASE("lifecycle: a child stopped and continued by its parent over and over 
     check_pairs_per_process(t, FX_LIFE_CHILD, 1, n);
 }
 
+TEST_CASE("lifecycle: a child under ptrace, interrupted over and over by its tracer, is tracked exactly") {
+    ROOT_SUITE_GUARD();
+    const unsigned n = 100000;
+    TempDir dir;
+    Tracked t = track_and_dump(dir, {fixture("lifecycle"), "traced", std::to_string(n)});
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_common(t);
+    check_pairs_per_process(t, FX_LIFE_CHILD, 1, n);
+}
+
 TEST_CASE("lifecycle: a vfork child that execs (posix_spawn's way) is tracked exactly") {
     ROOT_SUITE_GUARD();
     const unsigned n = 51;
