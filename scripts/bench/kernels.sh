@@ -9,7 +9,8 @@ echo "\`flood 1 N\` (N malloc+free pairs) in each kernel (scripts/bench/kernel_g
 echo "less its time at 2 (start-up and teardown drop out), less the same for the untracked run, medians of"
 echo "$REPS runs; the floor: empty BPF programs at memtrack's placed offsets with the mechanism that kernel"
 echo "has (uprobe_multi links, else one perf-event uprobe per site). Guests: qemu TCG, 2 vCPU, the host's"
-echo "build over 9p: only the ratios mean something there."
+echo "build over 9p: only the ratios mean something there. The pair at the floor over the untracked pair is"
+echo "n/a where the untracked net is not above its noise (an untracked pair takes tens of ns)."
 echo
 echo "| kernel | where | uprobe_multi | bpf_send_signal_task | N | pair at the floor / untracked pair | memtrack --no-stacks / floor | memtrack / floor |"
 echo "|--------|-------|--------------|----------------------|--:|----------------------------------:|-----------------------------:|-----------------:|"
@@ -23,7 +24,8 @@ kernel_row() {
     local u ns st fl
     u=$(net untracked) ns=$(net memtrack-nostacks) st=$(net memtrack) fl=$(net floor)
     printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$kernel" "$where" "$multi" "$signal" "$n" \
-        "$(fmt "$(calc "$fl / $u")" '%.2f')" "$(fmt "$(calc "($ns - $u) / ($fl - $u)")" '%.2f')" \
+        "$(fmt "$(awk -v u="$u" -v f="$fl" 'BEGIN { if (u > 0) print f / u; else print "nan" }')" '%.2f')" \
+        "$(fmt "$(calc "($ns - $u) / ($fl - $u)")" '%.2f')" \
         "$(fmt "$(calc "($st - $u) / ($fl - $u)")" '%.2f')"
     grep '^mt-bench-warning ' "$file" | sed 's/^mt-bench-warning /  warning: /' >>"$WORK/warnings" || true
 }
