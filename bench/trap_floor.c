@@ -6,11 +6,14 @@
 //
 // -e attaches the empty entry program at file offsets OFF of LIB, -r the empty return program.
 // Each -e or -r becomes one uprobe_multi link for every process on the machine (pid 0), as
-// memtrack's own probes are: one link per library and kind. The command is forked first and held
+// memtrack's own probes are: one link per library and kind. On a kernel without uprobe_multi
+// (before 6.6; found by a trial load, as memtrack finds it) each offset becomes one perf-event
+// uprobe for every process, as memtrack's probes are there. The command is forked first and held
 // until every probe is attached, then it execs; trap_floor exits with its status (128+N when
 // killed by signal N). -v prints the start-up and teardown times on stderr.
 #include <errno.h>
 #include <linux/bpf.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +29,7 @@
 
 #define ATTACH_UPROBE_MULTI 48 /* BPF_TRACE_UPROBE_MULTI (Linux 6.6), absent from older headers */
 #define UPROBE_MULTI_RETURN 1u /* BPF_F_UPROBE_MULTI_RETURN */
-#define MAX_LINKS 16
+#define MAX_LINKS 16 /* -e and -r lists */
 #define MAX_OFFSETS 512 /* mimalloc alone defines ~100 entry points */
 
 struct spec {
@@ -93,6 +96,44 @@ static int attach(int prog_fd, const struct spec *s)
 	return (int)syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
 }
 
+/* libbpf's messages: the failed trial load of uprobe_multi on an older kernel is expected. */
+static int quiet(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	(void)level;
+	(void)fmt;
+	(void)args;
+	return 0;
+}
+
+/* The skeleton loaded for uprobe_multi links (multi) or for perf-event uprobes; NULL (errno set)
+ * when this kernel refuses it. A kernel with uprobe_multi links refuses one in "/" (a folder)
+ * with EBADF; one without refuses the program or the attach type with EINVAL (memtrack's probe,
+ * src/probes/KernelFeatures.cpp, and libbpf's). */
+static struct trap_floor_bpf *open_and_load(int multi)
+{
+	struct trap_floor_bpf *skel = trap_floor_bpf__open();
+	if (!skel)
+		return NULL;
+	if (multi) {
+		bpf_program__set_expected_attach_type(skel->progs.floor_entry, (enum bpf_attach_type)ATTACH_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.floor_return, (enum bpf_attach_type)ATTACH_UPROBE_MULTI);
+	}
+	int err = trap_floor_bpf__load(skel);
+	if (!err && multi) {
+		struct spec probe = {.path = "/", .retprobe = 0, .cnt = 1};
+		const int link = attach(bpf_program__fd(skel->progs.floor_entry), &probe);
+		err = link < 0 && errno == EBADF ? 0 : -EINVAL;
+		if (link >= 0)
+			close(link);
+	}
+	if (err) {
+		trap_floor_bpf__destroy(skel);
+		errno = -err;
+		return NULL;
+	}
+	return skel;
+}
+
 int main(int argc, char **argv)
 {
 	struct spec specs[MAX_LINKS];
@@ -143,30 +184,48 @@ int main(int argc, char **argv)
 	close(go[0]);
 
 	const double t0 = now_ms();
-	struct trap_floor_bpf *skel = trap_floor_bpf__open();
+	libbpf_set_print(quiet);
+	/* uprobe_multi where the kernel takes a program of that attach type (6.6+), else classic. */
+	int multi = 1;
+	struct trap_floor_bpf *skel = open_and_load(multi);
 	if (!skel) {
-		fprintf(stderr, "trap_floor: BPF open failed: %s\n", strerror(errno));
-		return 1;
+		multi = 0;
+		skel = open_and_load(multi);
 	}
-	bpf_program__set_expected_attach_type(skel->progs.floor_entry, (enum bpf_attach_type)ATTACH_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(skel->progs.floor_return, (enum bpf_attach_type)ATTACH_UPROBE_MULTI);
-	int err = trap_floor_bpf__load(skel);
-	if (err) {
-		fprintf(stderr, "trap_floor: BPF load failed: %s\n", strerror(-err));
+	if (!skel) {
+		fprintf(stderr, "trap_floor: BPF load failed: %s\n", strerror(errno));
 		return 1;
 	}
 	int links[MAX_LINKS];
+	struct bpf_link **perf_links = calloc((size_t)MAX_LINKS * MAX_OFFSETS, sizeof(*perf_links));
+	unsigned nperf = 0;
+	if (!perf_links) {
+		perror("trap_floor: calloc");
+		return 1;
+	}
 	for (int k = 0; k < nspecs; ++k) {
-		const int prog = bpf_program__fd(specs[k].retprobe ? skel->progs.floor_return : skel->progs.floor_entry);
-		links[k] = attach(prog, &specs[k]);
-		if (links[k] < 0) {
-			fprintf(stderr, "trap_floor: attach %s (%u offsets, %s) failed: %s\n", specs[k].path, specs[k].cnt,
-				specs[k].retprobe ? "return" : "entry", strerror(errno));
-			return 1; /* the child sees EOF and exits */
+		struct bpf_program *prog = specs[k].retprobe ? skel->progs.floor_return : skel->progs.floor_entry;
+		for (unsigned o = 0; o < (multi ? 1 : specs[k].cnt); ++o) {
+			int failed;
+			if (multi) {
+				links[k] = attach(bpf_program__fd(prog), &specs[k]);
+				failed = links[k] < 0;
+			} else {
+				perf_links[nperf] = bpf_program__attach_uprobe(prog, specs[k].retprobe, -1, specs[k].path,
+									       specs[k].offsets[o]);
+				failed = !perf_links[nperf++];
+			}
+			if (failed) {
+				fprintf(stderr, "trap_floor: attach %s (%u offsets, %s, %s) failed: %s\n", specs[k].path,
+					specs[k].cnt, specs[k].retprobe ? "return" : "entry",
+					multi ? "uprobe_multi" : "perf event", strerror(errno));
+				return 1; /* the child sees EOF and exits */
+			}
 		}
 	}
 	if (verbose)
-		fprintf(stderr, "trap_floor: %d link(s), start-up took %.1f ms\n", nspecs, now_ms() - t0);
+		fprintf(stderr, "trap_floor: %u %s link(s), start-up took %.1f ms\n", multi ? (unsigned)nspecs : nperf,
+			multi ? "uprobe_multi" : "perf-event uprobe", now_ms() - t0);
 	if (write(go[1], "x", 1) != 1) {
 		perror("trap_floor: release the command");
 		return 1;
@@ -181,8 +240,11 @@ int main(int argc, char **argv)
 		}
 	}
 	const double t1 = now_ms();
-	for (int k = 0; k < nspecs; ++k)
+	for (int k = 0; multi && k < nspecs; ++k)
 		close(links[k]);
+	for (unsigned k = 0; k < nperf; ++k)
+		bpf_link__destroy(perf_links[k]);
+	free(perf_links);
 	trap_floor_bpf__destroy(skel);
 	if (verbose)
 		fprintf(stderr, "trap_floor: teardown took %.1f ms\n", now_ms() - t1);

@@ -2,7 +2,7 @@
 # memtrack's benchmarks, in one run (docs/BENCHMARKS.md shows a run and how to read it).
 #
 #   scripts/bench.sh [--real] [--overhead] [--pressure] [--drain] [--stacks] [--symbols] [--consumer] [--others]
-#                    [--report] [--allocators] [--cfi] [--dlopen] [--reps N] [--scale F] [--system-libc] [--keep]
+#                    [--report] [--allocators] [--cfi] [--dlopen] [--kernels] [--reps N] [--scale F] [--system-libc] [--keep]
 #
 # Sections (all of them when none is named):
 #   --real      programs people run: gcc -O2 -c of a generated file, Debian's python3 (JSON, regular
@@ -41,6 +41,11 @@
 #   --dlopen    one process dlopening 1000, 5000 and 10000 distinct small libraries (tests/progs/
 #               dlopen_many), untracked, memtrack --no-stacks and memtrack: the hold at each new
 #               object must cost O(new objects); target: memtrack within 3x of untracked at each size.
+#   --kernels   the per-pair cost (flood 1 N) against each kernel's own trap floor, net of start-up:
+#               this machine's kernel, and Debian's 6.1 and 6.12 booted under qemu TCG
+#               (scripts/kernels.sh; MEMTRACK_BENCH_KERNELS="6.1 6.12" names others), where the
+#               probes' mechanism differs (perf-event uprobes on 6.1, shared uprobe_multi on 6.12).
+#               Ratios only: TCG's absolute times mean nothing. About 10 minutes.
 # Options:
 #   --reps N       repetitions of every timed run; medians are reported (default 3)
 #   --scale F      multiply every workload size by F (e.g. 0.1 to try the script quickly)

@@ -6,6 +6,9 @@
 #                                      at -O1 (a sanitized build finds bugs, it is not measured)
 #   scripts/build.sh [...] TARGET...   only those ninja targets (e.g. meson-test-prereq: what the
 #                                      tests need, no benchmarks)
+#   scripts/build.sh --no-tests [TARGET...]  memtrack without its tests' packages (deps.sh --run):
+#                                      a build/ it configures has -Dtests=false; one configured
+#                                      with tests keeps them (scripts/run.sh)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
@@ -18,8 +21,13 @@ if [[ "${1:-}" == "--sanitize" ]]; then
     SETUP_OPTIONS=("-Dsanitize=$2" -Dwerror=false -Doptimization=1)
     shift 2
 fi
+TESTS=true
+if [[ "${1:-}" == "--no-tests" ]]; then
+    TESTS=false
+    shift
+fi
 
-"$ROOT/scripts/deps.sh"
+if [[ $TESTS == true ]]; then "$ROOT/scripts/deps.sh"; else "$ROOT/scripts/deps.sh" --run; fi
 
 cd "$ROOT"
 
@@ -36,13 +44,22 @@ setup() {
 
 if [[ ! -f "$BUILD/meson-private/coredata.dat" ]]; then
     # Not configured: absent, or left behind by a setup that failed or was interrupted.
-    setup "${SETUP_OPTIONS[@]}"
+    setup "${SETUP_OPTIONS[@]}" "-Dtests=$TESTS"
 elif [[ ! -f "$BUILD/build.ninja" ]]; then
     # Configured once but broken (build.ninja lost, e.g. an interrupted regeneration):
     # regenerate in place, keeping the options it was configured with.
     setup --reconfigure
 fi
 # Otherwise ninja itself re-runs meson when a meson.build changed.
+# A build/ that scripts/run.sh configured without the tests gets them now (their packages are in).
+tests_off() {
+    python3 -c 'import json, sys
+sys.exit(0 if any(o["name"] == "tests" and o["value"] is False for o in json.load(open(sys.argv[1]))) else 1)' \
+        "$BUILD/meson-info/intro-buildoptions.json"
+}
+if [[ $TESTS == true ]] && tests_off; then
+    meson configure "$BUILD" -Dtests=true >/dev/null || { echo "build: error: meson configure -Dtests=true failed" >&2; exit 1; }
+fi
 
 log="$BUILD/ninja.log"
 if ! ninja -C "$BUILD" "$@" >"$log" 2>&1; then

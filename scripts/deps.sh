@@ -2,6 +2,9 @@
 # Installs what memtrack needs to build and test, only what is missing (Debian 12).
 # Run it (scripts/deps.sh) or source it (. scripts/deps.sh): either way it changes no shell
 # option of the caller. Quiet when nothing is missing; one line per thing it installs, on stderr.
+#   scripts/deps.sh          what building memtrack, running it and its tests need
+#   scripts/deps.sh --run    only what building and running memtrack need (scripts/run.sh):
+#                            none of the tests' packages (rustc, chromium, golang-go, qemu, ...)
 #
 # msgpack-cxx is special: Debian's libmsgpack-cxx-dev depends on libboost-dev (1.74), which
 # conflicts with libboost1.81-dev, so its header-only package is unpacked under .deps/ instead
@@ -15,17 +18,24 @@ memtrack_deps() (
     local root
     root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 
+    # Building memtrack (clang and bpftool for its BPF object, libjemalloc-dev for its own heap)
+    # and running it (libc6-dbg: the C library's thread-exit cache frees are recognised by its
+    # symbols); dpkg-dev: scripts/package.sh's dpkg-shlibdeps.
     local -a packages=(
-        libbpf-dev bpftool clang libelf-dev libboost1.81-dev libfmt-dev doctest-dev
+        libbpf-dev bpftool clang libelf-dev libboost1.81-dev libfmt-dev
         libcli11-dev libzstd-dev libdw-dev meson ninja-build pkg-config libcapstone-dev g++
-        protobuf-compiler libprotobuf-dev zlib1g-dev golang-go chromium libiberty-dev nodejs
-        libjemalloc-dev libmimalloc-dev libtcmalloc-minimal4 libc6-dbg
-        libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer and the sanitizers for clang
-        qemu-system-x86 cpio xz-utils zstd  # scripts/kernels.sh: Debian's kernels under qemu
+        protobuf-compiler libprotobuf-dev zlib1g-dev libiberty-dev libjemalloc-dev libc6-dbg dpkg-dev
     )
-
-    # The Rust test fixtures: any rustc on the PATH (rustup's), else Debian's.
-    command -v rustc >/dev/null || packages+=(rustc)
+    # The tests, their fixtures and the benchmarks (meson's tests option).
+    if [[ "${1:-}" != --run ]]; then
+        packages+=(
+            doctest-dev golang-go chromium nodejs libmimalloc-dev libtcmalloc-minimal4
+            libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer and the sanitizers for clang
+            qemu-system-x86 cpio xz-utils zstd  # scripts/kernels.sh: Debian's kernels under qemu
+        )
+        # The Rust test fixtures: any rustc on the PATH (rustup's), else Debian's.
+        command -v rustc >/dev/null || packages+=(rustc)
+    fi
 
     die() {
         echo "deps: error: $*" >&2
@@ -111,8 +121,8 @@ memtrack_deps() (
 )
 
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
-    memtrack_deps
+    memtrack_deps "$@"
     exit
 else
-    memtrack_deps || return
+    memtrack_deps "$@" || return
 fi

@@ -12,7 +12,9 @@
 #   MEMTRACK_KERNELS_CACHE  where kernel packages and initramfs images are kept
 #                           (default /var/tmp/memtrack-kernels: outside the tree, kept across runs)
 #   MEMTRACK_KERNELS_CASES  NAME,NAME...: run only these cases (default: all of cases.txt)
-#   MEMTRACK_KERNELS_SCRIPT a script to run in each guest instead of the cases (for debugging)
+#   MEMTRACK_KERNELS_SCRIPT a script to run in each guest instead of the cases (for debugging, and
+#                           scripts/bench.sh --kernels); its output goes to stdout
+#   MEMTRACK_KERNELS_ARGS   NAME=VALUE... words for that script's environment (the kernel command line)
 #   MEMTRACK_KERNELS_TIMEOUT  seconds a guest may run (default 600)
 set -euo pipefail
 
@@ -153,7 +155,7 @@ for arg in "${versions[@]}"; do
     start=$SECONDS
     if [[ -n "${MEMTRACK_KERNELS_SCRIPT:-}" ]]; then
         rc=0
-        boot "$kernel" "$RUN/$pkg/initramfs.cpio" "$MEMTRACK_KERNELS_SCRIPT" "$log" "" || rc=$?
+        boot "$kernel" "$RUN/$pkg/initramfs.cpio" "$MEMTRACK_KERNELS_SCRIPT" "$log" "${MEMTRACK_KERNELS_ARGS:-}" || rc=$?
         tr -d '\r' <"$log"
         ((rc == 0)) || status=1
         continue

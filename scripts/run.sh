@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# scripts/run.sh [memtrack arguments]: installs what is missing, builds, then runs memtrack with
-# the given arguments (from the current directory, so relative paths in them work).
+# scripts/run.sh [memtrack arguments]: installs what is missing for building and running memtrack
+# (scripts/deps.sh --run: none of the tests' packages), builds memtrack and the demo, then runs
+# memtrack with the given arguments (from the current directory, so relative paths in them work).
 # With no arguments, runs the demo: tracks build/examples/demo into ${TMPDIR:-/tmp}/memtrack-demo
 # and prints the summary of the artifact it wrote.
 set -euo pipefail
@@ -8,7 +9,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 MEMTRACK="$ROOT/build/memtrack"
 
-"$ROOT/scripts/build.sh"
+"$ROOT/scripts/build.sh" --no-tests memtrack examples/demo
 
 if (($#)); then
     exec "$MEMTRACK" "$@"

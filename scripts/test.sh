@@ -2,7 +2,8 @@
 # scripts/test.sh: what CI runs (.ci/run): installs what is missing, builds, runs every test and
 # exits non-zero when one failed. Tests run one at a time: the root suite's tests share the
 # machine's uprobes and must not overlap. With no arguments, each check once:
-#   the plain build (-O2, -Werror, the benchmarks too) and its unit suite; memtrack and the unit
+#   the plain build (-O2, -Werror, the benchmarks too) and its unit suite; the Debian package
+#   (scripts/package.sh: built, its fields and files checked); memtrack and the unit
 #   suite built again with ASan+UBSan in build-address-undefined/ (scripts/build.sh: -O1, only
 #   what the suites need) and that unit suite; the root suite once, its plain test_root driving
 #   the sanitized memtrack; 3 runs of the lifecycle stress (scripts/flood.sh --lifecycle); the kernel
@@ -59,6 +60,9 @@ fi
 if [[ -n "${CI_RUN:-}" ]]; then
     "$ROOT/scripts/build.sh" --sanitize "$SANITIZE" memtrack tests/unit/test_unit tests/unit/gen_small tests/unit/gen_big
     suites -C build --suite unit
+    # The Debian package: built from the plain build and checked (Depends from the links, files
+    # under /usr only); installing it is checked by hand (README, "Installing").
+    "$ROOT/scripts/package.sh" "$ROOT/build/package" >/dev/null || status=1
     sanitizer_options
     suites -C "$SAN_DIR" --suite unit "${SAN_TEST[@]}"
     # The root suite is a black box around $MEMTRACK_BIN: its own code and the fixtures stay plain.

@@ -38,9 +38,11 @@ uint64_t parse_size(const std::string& text) {
 int main(int argc, char** argv) {
     CLI::App app{"memtrack: records every heap allocation of a command and its descendants, with eBPF"};
     app.require_subcommand(1);
-    app.set_version_flag("--version", "memtrack " MEMTRACK_VERSION);
     bool verbose = false;
-    app.add_flag("-v,--verbose", verbose, "log probe placement, timings and libbpf messages");
+    app.add_flag("-v,--verbose", verbose, "log probe placement, timings and libbpf messages; with --version, the kernel features (memtrack doctor)");
+    // After -v: CLI11 runs the options' callbacks in the order they were added, so `verbose` is
+    // set when --version's callback throws, whichever of the two came first on the line.
+    app.set_version_flag("--version", "memtrack " MEMTRACK_VERSION " (with -v: the kernel features it finds)");
 
     memtrack::TrackOptions track;
     std::string ring_size;
@@ -145,6 +147,7 @@ int main(int argc, char** argv) {
     auto* doctor = app.add_subcommand(
         "doctor", "print the kernel features memtrack found, what a missing one costs, and whether its BPF programs load");
 
+    bool version_features = false;
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -152,7 +155,10 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForAllHelp& e) {
         return app.exit(e);
     } catch (const CLI::CallForVersion& e) {
-        return app.exit(e);
+        const int status = app.exit(e);
+        if (!verbose) return status;
+        std::fflush(stdout);
+        version_features = true;  // --version -v: then what `memtrack doctor` prints
     } catch (const CLI::ParseError& e) {
         std::fprintf(stderr, "memtrack: %s\n", e.what());
         return 2;
@@ -160,6 +166,7 @@ int main(int argc, char** argv) {
     memtrack::log::set_verbose(verbose);
 
     try {
+        if (version_features) return memtrack::run_doctor();
         if (*t) {
             if (!ring_size.empty()) track.ring_size = parse_size(ring_size);
             if (!stack_ring_size.empty()) track.stack_ring_size = parse_size(stack_ring_size);

@@ -11,7 +11,7 @@ BUILD="$ROOT/build"
 MEMTRACK="$BUILD/memtrack"
 BIN="$BUILD/bench"
 # The order the sections run in (and print in).
-SECTIONS=(real overhead others pressure drain stacks symbols cfi consumer report allocators dlopen)
+SECTIONS=(real overhead others pressure drain stacks symbols cfi consumer report allocators dlopen kernels)
 
 # The help is scripts/bench.sh's header comment.
 usage() { sed -n '2,/^set -euo/p' "$ROOT/scripts/bench.sh" | sed -e '$d' -e 's/^# \{0,1\}//'; }

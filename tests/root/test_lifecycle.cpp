@@ -91,11 +91,19 @@ TEST_CASE("lifecycle: SIGCONTs sent to each new child: it is stopped again at on
     INFO("stats: ", t.result.stats.raw);
     INFO("memtrack: ", t.result.run.describe(), "\n", t.result.run.err);
     CHECK(t.result.stats.dropped == 0);
-    // Each SIGCONT that ended a pause was answered by a RESTOP. New children are held only
-    // where they get probes of their own (elsewhere the shared probes serve them from the start).
+    // Each SIGCONT that ended a pause was answered by a RESTOP (bpf_send_signal_task). New
+    // children are held only where they get probes of their own (elsewhere the shared probes
+    // serve them from the start). Both need bpf_send_signal_task (Linux 6.13+): without it
+    // (6.1, 6.12) a pause someone else's SIGCONT ended stays ended, no RESTOP; what is paused
+    // there (a new child's snapshot of its mappings) then runs on shared probes: counts exact.
+    const bool restops = kernel_has_per_process_probes();
     const uint64_t broken = stats_u64(t.result.stats, "holds_broken_by_others");
-    if (kernel_has_per_process_probes()) CHECK(broken > 0);
-    CHECK(stats_u64(t.result.stats, "holds_restopped") >= broken);
+    if (restops) {
+        CHECK(broken > 0);
+        CHECK(stats_u64(t.result.stats, "holds_restopped") >= broken);
+    } else {
+        CHECK(stats_u64(t.result.stats, "holds_restopped") == 0);
+    }
     CHECK(stats_u64(t.result.stats, "holds_unrestored") == 0);
     CHECK(stats_u64(t.result.stats, "spawn_unstopped") == 0);
     // A child that reached user space all the same (its SIGCONT came while it was on its way

@@ -120,3 +120,22 @@ sys.stdout.write(f.readline() + f.readline())
     CHECK_MESSAGE(r.out.find("{\"ok\":true,\"id\":1,\"records\":") == 0, r.out);
     CHECK(r.out.ends_with("status=0\n"));
 }
+
+TEST_CASE("startup: --version names the version; with -v (either order) the kernel features, as doctor prints them") {
+    ROOT_SUITE_GUARD();
+    const RunResult plain = run({memtrack_bin(), "--version"});
+    CHECK_MESSAGE(plain.status == 0, "memtrack ", plain.describe());
+    CHECK(plain.out.rfind("memtrack ", 0) == 0);
+    CHECK(plain.out.find("uprobe_multi") == std::string::npos);
+    const RunResult doctor = run({memtrack_bin(), "doctor"});
+    REQUIRE_MESSAGE(doctor.status == 0, "memtrack doctor: ", doctor.describe());
+    for (const std::vector<std::string>& args : {std::vector<std::string>{"--version", "-v"}, {"-v", "--version"}}) {
+        CAPTURE(args[0]);
+        std::vector<std::string> argv{memtrack_bin()};
+        argv.insert(argv.end(), args.begin(), args.end());
+        const RunResult r = run(argv);
+        CHECK_MESSAGE(r.status == 0, "memtrack ", r.describe());
+        // The version line, then doctor's report word for word (features, minimum, the load).
+        CHECK(r.out == plain.out + doctor.out);
+    }
+}
