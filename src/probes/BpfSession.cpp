@@ -159,6 +159,7 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
     if (int err = bpf_prog_test_run_opts(bpf_program__fd(s->skel_->progs.find_pidns), &run); err != 0)
         fail("find pid namespace", err);
     if (run.retval != 0) throw FatalError("BPF: memtrack's pid namespace is deeper than the kernel allows");
+    s->counters_.emplace(bpf_map__fd(s->skel_->maps.counters));
     return s;
 }
 
@@ -247,16 +248,6 @@ Result<void> BpfSession::attach_shared(const ProbedObject& o) {
     return {};
 }
 
-Result<std::vector<UprobeMultiLink>> BpfSession::attach_process_probes(pid_t pid) const {
-    std::vector<UprobeMultiLink> links;
-    for (const ProbedObject& o : startup_) {
-        auto more = attach_object(pid, o);
-        if (!more) return more.error();
-        for (auto& l : *more) links.push_back(std::move(l));
-    }
-    return links;
-}
-
 Result<std::vector<UprobeMultiLink>> BpfSession::attach_object(pid_t pid, const ProbedObject& o) const {
     std::vector<UprobeMultiLink> links;
     const std::pair<bpf_program*, const UprobeMultiSpec*> parts[] = {
@@ -317,17 +308,6 @@ uint64_t BpfSession::stop_bytes() const { return skel_->rodata->stop_bytes; }
 
 uint64_t BpfSession::max_fill_bytes(int ring) const {
     return std::atomic_ref<unsigned long>(skel_->bss->max_fill_bytes[ring & 1]).load(std::memory_order_relaxed);
-}
-
-uint64_t BpfSession::counter(uint32_t index) const {
-    const int ncpu = libbpf_num_possible_cpus();
-    std::vector<uint64_t> values(size_t(ncpu > 0 ? ncpu : 1));
-    if (bpf_map__lookup_elem(skel_->maps.counters, &index, sizeof(index), values.data(),
-                             values.size() * sizeof(uint64_t), 0) != 0)
-        return 0;
-    uint64_t sum = 0;
-    for (uint64_t v : values) sum += v;
-    return sum;
 }
 
 std::vector<ProgramRunStats> BpfSession::program_stats() const {
