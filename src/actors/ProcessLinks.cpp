@@ -15,7 +15,7 @@
 #include "core/Clock.hpp"
 #include "core/Log.hpp"
 #include "probes/BpfSession.hpp"
-#include "probes/MappedObjects.hpp"
+#include "symbols/MappedObjects.hpp"
 #include "bpf/hold.h"
 #include "process/ProcessHolds.hpp"
 #include "process/ProcessSignal.hpp"

@@ -19,7 +19,7 @@
 #include "probes/BpfCounters.hpp"
 #include "probes/KernelFeatures.hpp"
 #include "probes/LinkCloser.hpp"
-#include "probes/MappedObjects.hpp"
+#include "symbols/MappedObjects.hpp"
 #include "probes/UprobeMultiLink.hpp"
 
 struct memtrack_bpf;

@@ -10,6 +10,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
+#include "bpf/record.h"
 #include "actors/StatsReport.hpp"
 #include "ring/RingView.hpp"
 
