@@ -6,6 +6,7 @@
 
 #include "core/Result.hpp"
 #include "cli/TrackOptions.hpp"
+#include "probes/BpfPrivileges.hpp"
 #include "probes/BpfSession.hpp"
 #include "probes/KernelFeatures.hpp"
 

@@ -19,6 +19,7 @@
 #include "core/Result.hpp"
 #include "format/ZstdFileWriter.hpp"
 #include "probes/AllocatorProbes.hpp"
+#include "probes/BpfPrivileges.hpp"
 #include "probes/BpfSession.hpp"
 #include "process/AttachCheck.hpp"
 #include "process/ChildLauncher.hpp"

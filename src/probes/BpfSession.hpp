@@ -1,6 +1,8 @@
 #pragma once
 // Owns the BPF object (skeleton), every link attached to it, and the shared .bss variables.
 // Lifecycle as libbpf-tools does it: open, configure (rodata, ring size), load, attach.
+// Apart: libbpf's log (LibbpfLog), the privilege check (BpfPrivileges), the counters' reads
+// (BpfCounters), link closing (LinkCloser).
 #include <sys/types.h>
 
 #include <atomic>
@@ -142,8 +144,5 @@ private:
     bool per_process_ = false;
     uint32_t hold_words_ = 0;
 };
-
-// Throws the one-line error the CLI promises when memtrack lacks the privileges to trace.
-void require_bpf_privileges();
 
 }  // namespace memtrack
