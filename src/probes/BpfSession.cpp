@@ -40,6 +40,7 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
     // The configuration was checked with the other options, before anything was created
     // (check_options in TrackCommand.cpp).
     std::unique_ptr<BpfSession> s(new BpfSession(cfg));
+    s->sites_.emplace(cfg.place_probes);
     s->features_ = KernelFeatures::probe();
     if (const KernelFeature* f = s->features_.missing())
         throw FatalError(fmt::format("this kernel ({}) lacks {} (Linux {}+): memtrack needs Linux {} or later",
@@ -153,16 +154,7 @@ void BpfSession::attach_allocator_probes() {
     if (auto r = attach_shared_probes(); !r) throw FatalError("BPF attach failed: " + r.error().message());
 }
 
-ProbedObject BpfSession::object_probes(const MappedObject& object) {
-    std::lock_guard lock(cache_mu_);
-    auto [it, fresh] = cache_.try_emplace({object.dev, object.ino});
-    if (fresh) {
-        auto probes = resolve_object_probes(object.path, cfg_.place_probes);
-        if (!probes) log::error("cannot read {} for its allocator functions: {}", object.path, probes.error().message());
-        it->second = std::make_shared<const ObjectProbes>(probes ? std::move(probes).value() : ObjectProbes{});
-    }
-    return {object, it->second};
-}
+ProbedObject BpfSession::object_probes(const MappedObject& object) { return sites_->get(object); }
 
 Result<void> BpfSession::attach_shared_probes() {
     for (const ProbedObject& o : startup_)

@@ -2,7 +2,7 @@
 // Owns the BPF object (skeleton), every link attached to it, and the shared .bss variables.
 // Lifecycle as libbpf-tools does it: open, configure (rodata, ring size), load, attach.
 // Apart: libbpf's log (LibbpfLog), the privilege check (BpfPrivileges), the counters' reads
-// (BpfCounters), link closing (LinkCloser).
+// (BpfCounters), link closing (LinkCloser), the probe sites of each file (ProbeSiteCache).
 #include <sys/types.h>
 
 #include <atomic>
@@ -21,6 +21,7 @@
 #include "probes/BpfCounters.hpp"
 #include "probes/KernelFeatures.hpp"
 #include "probes/LinkCloser.hpp"
+#include "probes/ProbeSiteCache.hpp"
 #include "symbols/MappedObjects.hpp"
 #include "probes/UprobeMultiLink.hpp"
 
@@ -31,12 +32,6 @@ namespace memtrack {
 struct ProgramRunStats {
     std::string name;
     uint64_t runs = 0, run_ns = 0;
-};
-
-// An object a process maps, with its probe sites (shared by every process mapping the file).
-struct ProbedObject {
-    MappedObject object;
-    std::shared_ptr<const ObjectProbes> probes;
 };
 
 // Made by bpf_config(TrackOptions) (cli/TrackOptions.hpp), the one route from the options to
@@ -136,8 +131,7 @@ private:
     std::vector<UprobeMultiLink> uprobe_links_;
     std::set<std::pair<uint64_t, uint64_t>> shared_objects_;  // (dev, ino) with shared links
     std::vector<ProbedObject> startup_;
-    std::mutex cache_mu_;  // guards cache_
-    std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<const ObjectProbes>> cache_;
+    std::optional<ProbeSiteCache> sites_;  // from the configuration, at open_and_load
     std::optional<BpfCounters> counters_;  // once loaded
     KernelFeatures features_;
     UprobeMechanism uprobes_ = UprobeMechanism::multi;
