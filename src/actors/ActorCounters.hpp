@@ -5,11 +5,11 @@
 // the copies into the `--stats` and `stats` object (docs/STATS.md lists every key).
 #include <array>
 #include <cstdint>
-#include <map>
 
-#include "actors/Counter.hpp"
-#include "actors/Histogram.hpp"
+#include "core/Counter.hpp"
+#include "core/Histogram.hpp"
 #include "probes/AllocatorCatalog.hpp"
+#include "process/PauseCounters.hpp"  // ProcessHolds'
 
 namespace memtrack {
 
@@ -70,19 +70,6 @@ struct LinkCounters {
     // process image, whether found in the loader's list or in the process's mappings.
     Counter code_objects_examined;
     Counter code_full_scans;  // new-code holds that read all of a process's mappings
-};
-
-// ProcessHolds': how long the pauses it ended lasted. Copied under ProcessHolds' lock, since
-// the per-process map cannot be read while it grows; a resume is a signal's worth of work
-// already, so the lock is not felt.
-struct PauseCounters {
-    Counter paused_ns;            // pressure pauses, summed
-    Histogram stop_to_resume_ns;  // pressure
-    Histogram spawn_held_ns;
-    Histogram new_code_held_ns;
-    // Pressure resumes per process. Bounded: past kMaxPids processes only the totals grow.
-    static constexpr size_t kMaxPids = 1024;
-    std::map<int32_t, uint64_t> pressure_resumes_by_pid;
 };
 
 }  // namespace memtrack

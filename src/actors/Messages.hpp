@@ -11,12 +11,11 @@
 #include <boost/lockfree/spsc_queue.hpp>
 
 #include "core/Result.hpp"
+#include "core/Strand.hpp"
 #include "format/Record.hpp"
 #include "symbols/ProcessMaps.hpp"
 
 namespace memtrack {
-
-using Strand = boost::asio::strand<boost::asio::io_context::executor_type>;
 
 // A distinct call stack as the stacks ring delivers it (src/bpf/record.h, mt_stack_record).
 struct StackSample {
@@ -82,6 +81,5 @@ private:
 };
 
 using DrainDone = std::function<void(Result<uint64_t> records_written)>;
-using Done = std::function<void()>;
 
 }  // namespace memtrack

@@ -16,8 +16,8 @@
 #include "core/Clock.hpp"
 #include "core/Log.hpp"
 #include "probes/BpfSession.hpp"
-#include "probes/MappedObjects.hpp"
 #include "symbols/AddedCode.hpp"
+#include "symbols/MappedObjects.hpp"
 #include "bpf/hold.h"
 #include "process/ProcessHolds.hpp"
 #include "process/ProcessSignal.hpp"
@@ -119,7 +119,7 @@ Result<void> ProcessLinks::attach_process(pid_t pid, uint64_t start_boottime, co
     for (const ProbedObject& o : objects) {
         auto links = bpf_.attach_object(pid, o);
         if (!links) {
-            closer_.close(std::move(p.links));
+            bpf_.closer().close(std::move(p.links));
             log::error("probes of its own for process {}: {}; using the shared ones", pid, links.error().message());
             return use_shared(t0, objects);
         }
@@ -128,7 +128,7 @@ Result<void> ProcessLinks::attach_process(pid_t pid, uint64_t start_boottime, co
     }
     if (auto r = bpf_.track_own(pid); !r) {
         // Still marked shared: the shared links serve it, its own would record it twice.
-        closer_.close(std::move(p.links));
+        bpf_.closer().close(std::move(p.links));
         log::error("probes of its own for process {}: {}; using the shared ones", pid, r.error().message());
         return use_shared(t0, objects);
     }
@@ -176,16 +176,19 @@ void ProcessLinks::stop() {
 }
 
 void ProcessLinks::detach_all() {
-    asio::post(strand_, [this] {
-        for (auto& [pid, p] : processes_) closer_.close(std::move(p.links));
-        processes_.clear();
-    });
+    asio::post(strand_, [this] { hand_all_links(); });
 }
 
 void ProcessLinks::close_all() {
-    for (auto& [pid, p] : processes_) closer_.close(std::move(p.links));
+    hand_all_links();
+    bpf_.closer().wait_idle();
+}
+
+void ProcessLinks::hand_all_links() {
+    // Closing a uprobe link waits for an RCU grace period (~0.1 s here): BpfSession's closer
+    // does it off the strand, on the one pool every link of the run is closed by.
+    for (auto& [pid, p] : processes_) bpf_.closer().close(std::move(p.links));
     processes_.clear();
-    closer_.wait_idle();
 }
 
 int ProcessLinks::on_spawn_record(void* ctx, void* data, size_t size) {
@@ -405,7 +408,7 @@ void ProcessLinks::release_new_code(uint32_t pid, uint32_t source) {
 void ProcessLinks::on_exit(pid_t pid) {
     auto it = processes_.find(pid);
     if (it == processes_.end()) return;
-    closer_.close(std::move(it->second.links));
+    bpf_.closer().close(std::move(it->second.links));
     processes_.erase(it);
     code_.erase(pid);
     if (unwind_) unwind_->forget(pid);

@@ -70,6 +70,8 @@ public:
     LinkCounters counters() const { return counters_; }
 
 private:
+    // Hands every process's links to BpfSession's closer (detach_all on the strand, close_all after).
+    void hand_all_links();
     using ObjectKey = std::pair<uint64_t, uint64_t>;  // (dev, ino)
     struct Process {
         std::vector<UprobeMultiLink> links;
@@ -126,8 +128,6 @@ private:
     std::map<pid_t, CodeState> code_;
     std::set<uint32_t> unannounced_;  // held for new code at the last scan, no notice yet
     std::set<ObjectKey> probed_;  // objects probed in some process (stats, -v)
-    // Closing a uprobe link waits for an RCU grace period (~0.1 s here): never on the strand.
-    LinkCloser closer_;
     bool stopped_ = false;
 };
 

@@ -58,48 +58,50 @@ boost::json::object parts_json(const PartTimes& t) {
 
 KernelCounters read_kernel_counters(const BpfSession& bpf) {
     KernelCounters k;
-    k.dropped = bpf.counter(MT_COUNTER_DROPPED);
-    k.nested = bpf.counter(MT_COUNTER_NESTED);
-    k.stale_frames = bpf.counter(MT_COUNTER_STALE_FRAME);
-    k.self_traps = bpf.counter(MT_COUNTER_SELF_TRAPS);
-    k.stacks_captured = bpf.counter(MT_COUNTER_STACKS_CAPTURED);
-    k.stacks_sent = bpf.counter(MT_COUNTER_STACKS_SENT);
-    k.stack_errors = bpf.counter(MT_COUNTER_STACK_ERRORS);
-    k.stacks_dropped = bpf.counter(MT_COUNTER_STACKS_DROPPED);
-    k.stacks_unclaimed = bpf.counter(MT_COUNTER_STACKS_UNCLAIMED);
-    k.spawn_unstopped = bpf.counter(MT_COUNTER_SPAWN_UNSTOPPED);
-    k.spawn_notices_dropped = bpf.counter(MT_COUNTER_SPAWNS_DROPPED);
-    k.holds_broken = bpf.counter(MT_COUNTER_HOLDS_BROKEN);
-    k.holds_restopped = bpf.counter(MT_COUNTER_HOLDS_RESTOPPED);
-    k.holds_unrestored = bpf.counter(MT_COUNTER_HOLDS_UNRESTORED);
-    k.holds_escaped = bpf.counter(MT_COUNTER_HOLDS_ESCAPED);
+    k.dropped = bpf.counters().shown(MT_COUNTER_DROPPED);
+    k.nested = bpf.counters().shown(MT_COUNTER_NESTED);
+    k.stale_frames = bpf.counters().shown(MT_COUNTER_STALE_FRAME);
+    k.self_traps = bpf.counters().shown(MT_COUNTER_SELF_TRAPS);
+    k.stacks_captured = bpf.counters().shown(MT_COUNTER_STACKS_CAPTURED);
+    k.stacks_sent = bpf.counters().shown(MT_COUNTER_STACKS_SENT);
+    k.stack_errors = bpf.counters().shown(MT_COUNTER_STACK_ERRORS);
+    k.stacks_dropped = bpf.counters().shown(MT_COUNTER_STACKS_DROPPED);
+    k.stacks_unclaimed = bpf.counters().shown(MT_COUNTER_STACKS_UNCLAIMED);
+    k.spawn_unstopped = bpf.counters().shown(MT_COUNTER_SPAWN_UNSTOPPED);
+    k.spawn_notices_dropped = bpf.counters().shown(MT_COUNTER_SPAWNS_DROPPED);
+    k.holds_broken = bpf.counters().shown(MT_COUNTER_HOLDS_BROKEN);
+    k.holds_restopped = bpf.counters().shown(MT_COUNTER_HOLDS_RESTOPPED);
+    k.holds_unrestored = bpf.counters().shown(MT_COUNTER_HOLDS_UNRESTORED);
+    k.holds_escaped = bpf.counters().shown(MT_COUNTER_HOLDS_ESCAPED);
     k.events_max_fill_bytes = bpf.max_fill_bytes(0);
     k.stacks_max_fill_bytes = bpf.max_fill_bytes(1);
     k.stop_bytes = bpf.stop_bytes();
     k.programs = bpf.program_stats();
-    k.parts = {bpf.counter(MT_COUNTER_PART_EVENTS), bpf.counter(MT_COUNTER_PART_WALK_NS),
-               bpf.counter(MT_COUNTER_PART_HASH_NS), bpf.counter(MT_COUNTER_PART_STACK_RECORD_NS),
-               bpf.counter(MT_COUNTER_PART_EVENT_RECORD_NS)};
+    k.parts = {bpf.counters().shown(MT_COUNTER_PART_EVENTS), bpf.counters().shown(MT_COUNTER_PART_WALK_NS),
+               bpf.counters().shown(MT_COUNTER_PART_HASH_NS), bpf.counters().shown(MT_COUNTER_PART_STACK_RECORD_NS),
+               bpf.counters().shown(MT_COUNTER_PART_EVENT_RECORD_NS)};
+    // Last: the failures of every read above (and of all before) are in it.
+    k.counter_read_errors = bpf.counters().read_errors();
     return k;
 }
 
 UnwindCounters read_unwind_counters(const UnwindTables* tables, const BpfSession& bpf) {
     if (!tables) return {};
     UnwindCounters u = tables->counters();
-    u.cfi_frames = bpf.counter(MT_COUNTER_UNWIND_CFI_FRAMES);
-    u.fp_frames = bpf.counter(MT_COUNTER_UNWIND_FP_FRAMES);
-    u.walks_without_tables = bpf.counter(MT_COUNTER_UNWIND_NO_TABLES);
-    u.walks_complete = bpf.counter(MT_COUNTER_UNWIND_COMPLETE);
-    u.walks_truncated = bpf.counter(MT_COUNTER_UNWIND_TRUNCATED);
-    u.walks_unsupported = bpf.counter(MT_COUNTER_UNWIND_UNSUPPORTED);
-    u.walks_read_failed = bpf.counter(MT_COUNTER_UNWIND_READ_FAILED);
-    u.walks_bad_frame = bpf.counter(MT_COUNTER_UNWIND_BAD_FRAME);
-    u.walks_matched = bpf.counter(MT_COUNTER_UNWIND_CHAINS_MATCHED);
-    u.walks_changed = bpf.counter(MT_COUNTER_UNWIND_CHAINS_CHANGED);
-    u.row_cache_misses = bpf.counter(MT_COUNTER_UNWIND_ROW_MISSES);
-    u.walks_spliced = bpf.counter(MT_COUNTER_UNWIND_SPLICED);
-    u.spliced_frames = bpf.counter(MT_COUNTER_UNWIND_SPLICED_FRAMES);
-    u.walks_known = bpf.counter(MT_COUNTER_UNWIND_CHAINS_KNOWN);
+    u.cfi_frames = bpf.counters().shown(MT_COUNTER_UNWIND_CFI_FRAMES);
+    u.fp_frames = bpf.counters().shown(MT_COUNTER_UNWIND_FP_FRAMES);
+    u.walks_without_tables = bpf.counters().shown(MT_COUNTER_UNWIND_NO_TABLES);
+    u.walks_complete = bpf.counters().shown(MT_COUNTER_UNWIND_COMPLETE);
+    u.walks_truncated = bpf.counters().shown(MT_COUNTER_UNWIND_TRUNCATED);
+    u.walks_unsupported = bpf.counters().shown(MT_COUNTER_UNWIND_UNSUPPORTED);
+    u.walks_read_failed = bpf.counters().shown(MT_COUNTER_UNWIND_READ_FAILED);
+    u.walks_bad_frame = bpf.counters().shown(MT_COUNTER_UNWIND_BAD_FRAME);
+    u.walks_matched = bpf.counters().shown(MT_COUNTER_UNWIND_CHAINS_MATCHED);
+    u.walks_changed = bpf.counters().shown(MT_COUNTER_UNWIND_CHAINS_CHANGED);
+    u.row_cache_misses = bpf.counters().shown(MT_COUNTER_UNWIND_ROW_MISSES);
+    u.walks_spliced = bpf.counters().shown(MT_COUNTER_UNWIND_SPLICED);
+    u.spliced_frames = bpf.counters().shown(MT_COUNTER_UNWIND_SPLICED_FRAMES);
+    u.walks_known = bpf.counters().shown(MT_COUNTER_UNWIND_CHAINS_KNOWN);
     return u;
 }
 
@@ -136,6 +138,7 @@ boost::json::object stats_json(const RunCounters& c) {
         {"max_fill_bytes", k.events_max_fill_bytes},
         {"stack_max_fill_bytes", k.stacks_max_fill_bytes},
         {"stop_bytes", k.stop_bytes},
+        {"counter_read_errors", k.counter_read_errors},
         {"stopped_at_exit", c.shutdown.stopped_at_exit.get()},
         {"cut_short_by_signal", c.shutdown.cut_short_by_signal.get()},
         {"command_running_at_exit", c.shutdown.command_running_at_exit.get()},

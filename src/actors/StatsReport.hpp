@@ -35,6 +35,7 @@ struct KernelCounters {
     uint64_t holds_broken = 0, holds_restopped = 0, holds_unrestored = 0, holds_escaped = 0;
     uint64_t events_max_fill_bytes = 0, stacks_max_fill_bytes = 0;
     uint64_t stop_bytes = 0;  // the events ring's stop mark
+    uint64_t counter_read_errors = 0;  // BpfCounters reads that failed (their figures show 0)
     std::vector<ProgramRunStats> programs;  // run counts and times with kernel.bpf_stats_enabled
     PartTimes parts;
 };

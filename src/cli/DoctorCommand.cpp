@@ -5,6 +5,8 @@
 #include <cstdio>
 
 #include "core/Result.hpp"
+#include "cli/TrackOptions.hpp"
+#include "probes/BpfPrivileges.hpp"
 #include "probes/BpfSession.hpp"
 #include "probes/KernelFeatures.hpp"
 
@@ -22,7 +24,7 @@ int run_doctor() {
     fmt::print("minimum kernel: {}\n", KernelFeatures::kMinimumKernel);
     std::fflush(stdout);
     // The real test: the verifier of this kernel takes every program (throws the reason if not).
-    BpfSession::open_and_load(BpfConfig{});
+    BpfSession::open_and_load(bpf_config(TrackOptions{}));
     fmt::print("BPF programs: loaded\n");
     return 0;
 }

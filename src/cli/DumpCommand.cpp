@@ -19,7 +19,7 @@
 #include "format/JsonLines.hpp"
 #include "format/StacksFile.hpp"
 #include "format/Timeline.hpp"
-#include "format/Summary.hpp"
+#include "report/ArtifactTotals.hpp"
 #include "report/StackTable.hpp"
 
 namespace memtrack {
@@ -176,24 +176,21 @@ int run_dump(const DumpOptions& opts) {
     if (!opts.stacks_file.empty()) return dump_stacks(opts.stacks_file);
     if (!opts.timeline_file.empty()) return dump_timeline(opts.timeline_file);
 
-    Summary summary;
-    std::string line;
-    std::function<void(const Event&)> on_event;
-    if (opts.summary) {
-        on_event = [&](const Event& e) { summary.add(e); };
-    } else {
-        on_event = [&](const Event& e) {
-            line = event_to_json(e);
-            line += '\n';
-            std::fwrite(line.data(), 1, line.size(), stdout);
-        };
-    }
-
-    auto result = read_artifact(opts.file, on_event);
-    // What was read is worth printing even when the file is damaged: it is exactly what the
-    // runner would have kept, since it too stops at the first bad value.
-    if (opts.summary) std::fputs(summary.text().c_str(), stdout);
     std::vector<Failure> failures;
+    if (opts.summary) {
+        // What was read is worth printing even when the file is damaged: it is exactly what the
+        // runner would have kept, since it too stops at the first bad value.
+        report::ArtifactTotals totals = report::analyze_artifact(opts.file);
+        std::fputs(report::dump_summary(totals.analysis).c_str(), stdout);
+        if (!totals.read) failures.push_back({opts.file, totals.read.error().message()});
+        return finish(failures);
+    }
+    std::string line;
+    auto result = read_artifact(opts.file, [&](const Event& e) {
+        line = event_to_json(e);
+        line += '\n';
+        std::fwrite(line.data(), 1, line.size(), stdout);
+    });
     if (!result) failures.push_back({opts.file, result.error().message()});
     return finish(failures);
 }

@@ -19,6 +19,7 @@
 #include "core/Result.hpp"
 #include "format/ZstdFileWriter.hpp"
 #include "probes/AllocatorProbes.hpp"
+#include "probes/BpfPrivileges.hpp"
 #include "probes/BpfSession.hpp"
 #include "process/AttachCheck.hpp"
 #include "process/ChildLauncher.hpp"
@@ -150,23 +151,7 @@ int run_track(const TrackOptions& opt_in) {
     std::unique_ptr<BpfSession> bpf;
     const uint64_t t0 = monotonic_ns();
     try {
-        BpfConfig cfg;
-        cfg.ring_bytes = opt.ring_size;
-        cfg.stop_fill = opt.stop_fill;
-        cfg.wakeup_fill = opt.wakeup_fill;
-        cfg.libc_path = opt.libc_path;
-        cfg.capture_stacks = !opt.no_stacks;
-        cfg.place_probes = !opt.probe_at_entry;
-        cfg.max_frames = opt.max_frames;
-        cfg.time_parts = opt.time_bpf_parts;
-        cfg.record_rss = !opt.no_rss;
-        cfg.rss_granularity = opt.rss_granularity;
-        cfg.unwind_cfi = opt.unwind == "cfi";
-        cfg.unwind_rows = opt.unwind_rows;
-        cfg.stack_ring_bytes = opt.stack_ring_size;
-        cfg.libstdcxx_path = opt.libstdcxx_path;
-        cfg.per_process_links = !opt.system_wide_probes;
-        bpf = BpfSession::open_and_load(cfg);
+        bpf = BpfSession::open_and_load(bpf_config(opt));
         log::info("loaded at {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
         if (auto armed = guard.arm(bpf->holds_map_fd(), bpf->held_map_fd(), bpf->hold_words()); !armed)
             throw FatalError("stop guard: " + armed.error().message());
@@ -212,9 +197,8 @@ int run_track(const TrackOptions& opt_in) {
     deferred.deliver();
     const int status = run->run();
     const uint64_t t1 = monotonic_ns();
-    // Both done during shutdown already (detach_early); here for a run that never got that far.
-    run->close_process_probes();
-    bpf->detach();
+    // Done during shutdown already (detach_early); here for a run that never got that far.
+    run->detach_probes();
     log::info("teardown took {:.1f} ms ({:.1f} ms since memtrack started)", double(monotonic_ns() - t1) / 1e6,
               double(monotonic_ns() - started_ns) / 1e6);
     if (run->exec_failed()) {

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "probes/BpfSession.hpp"
+
 namespace memtrack {
 
 struct TrackOptions {
@@ -50,5 +52,9 @@ struct TrackOptions {
 // MEMTRACK_NO_SUMMARY), every value checked before anything is created (no socket, no child,
 // no file). Throws FatalError, one line, for the first bad one.
 TrackOptions resolve_track_options(TrackOptions opt);
+
+// The BPF session's configuration from the options: the one route, so BpfSession has the
+// options' defaults (`memtrack doctor` loads with TrackOptions{}'s).
+BpfConfig bpf_config(const TrackOptions& opt);
 
 }  // namespace memtrack

@@ -55,7 +55,7 @@ public:
         : io_(io), opt_(opt), bpf_(bpf), child_(child), control_(control),
           hold_maps_(value_or_throw(HoldMaps::open(bpf.holds_map_fd(), bpf.held_map_fd(), bpf.hold_words(),
                                                    bpf.holds_outstanding()))),
-          holds_(io_, hold_maps_, hold_signals_, [&bpf](uint32_t i) { return bpf.counter(i); }),
+          holds_(io_, hold_maps_, hold_signals_, [&bpf](uint32_t i) { return bpf.counters().shown(i); }),
           events_(io, value_or_throw(RingView::map(bpf.events_ring_fd())), consumer_options(RingConsumer::Records::Events),
                   std::move(artifact), std::move(timeline)),
           pressure_(io_, holds_, WatermarkPolicy{opt.stop_fill, opt.resume_fill}),
@@ -73,7 +73,8 @@ public:
         }
         drains_.emplace(io_, std::move(lanes));
         if (stacks_file && bpf_.unwind_rows_capacity())
-            unwind_ = value_or_throw(UnwindTables::open(bpf_, std::move(unwind_cache)));
+            unwind_ = value_or_throw(UnwindTables::open({bpf_.unwind_rows_fd(), bpf_.unwind_procs_fd(), bpf_.unwind_rows_capacity()},
+                                                       std::move(unwind_cache)));
         links_.emplace(io_, bpf_, holds_, unwind_.get(), stacks_ ? &added_code_ : nullptr);
         if (auto r = links_->attach_now(child.pid()); !r) throw FatalError("BPF attach failed: " + r.error().message());
         events_.sink().add_root_process(timeline_event(TimelineEvent::Type::Start, child.pid()));
@@ -115,9 +116,13 @@ public:
         if (detacher_.joinable()) detacher_.join();
     }
 
-    // Detaches the per-process probes (links closed in parallel); after run().
-    void close_process_probes() {
+    // Detaches every probe, each process's and the session's, through BpfSession's one
+    // closer, and waits for the closes; after run(). The one route: start_detach() does the
+    // same off the strand during shutdown, and whatever it did is then already done.
+    void detach_probes() {
+        if (detacher_.joinable()) detacher_.join();
         if (links_) links_->close_all();
+        bpf_.detach();
     }
 
     bool exec_failed() const { return exec_error_ != 0; }
@@ -337,7 +342,6 @@ private:
                 stats_failed = true;
             }
         }
-        const uint64_t dropped = bpf_.counter(MT_COUNTER_DROPPED);
 
         int status = 0;
         switch (reason_) {
@@ -355,18 +359,32 @@ private:
             log::error("artifact incomplete: {}", write_error_->message());
             if (status == 0) status = 1;
         }
-        if (dropped > 0) {
-            fmt::print(stderr, "dropped: {}\n", dropped);
+        const BpfCounters& counters = bpf_.counters();
+        if (auto dropped = counters.read(MT_COUNTER_DROPPED); !dropped) {
+            // Not "nothing dropped": memtrack cannot tell.
+            log::error("cannot tell whether records were dropped: {}", dropped.error().message());
+            if (status == 0) status = 1;
+        } else if (dropped.value() > 0) {
+            fmt::print(stderr, "dropped: {}\n", dropped.value());
             if (status == 0) status = 1;
         }
         // Processes that may have run unrecorded: said, and the run fails (nothing lost silently).
-        const uint64_t unheld = bpf_.counter(MT_COUNTER_SPAWN_UNSTOPPED) + bpf_.counter(MT_COUNTER_HOLDS_UNRESTORED) +
-                                bpf_.counter(MT_COUNTER_HOLDS_ESCAPED);
+        uint64_t unheld = 0;
+        for (uint32_t c : {MT_COUNTER_SPAWN_UNSTOPPED, MT_COUNTER_HOLDS_UNRESTORED, MT_COUNTER_HOLDS_ESCAPED}) {
+            auto n = counters.read(c);
+            unheld += n ? n.value() : 0;
+        }
         if (unheld > 0) {
             log::error("{} processes ran before their probes existed (another process's SIGCONT ended their pause, or "
                        "a SIGSTOP was refused): their allocations may be missing (stats: spawn_unstopped, "
                        "holds_unrestored, holds_escaped)",
                        unheld);
+            if (status == 0) status = 1;
+        }
+        // Any counter read that failed, these or the stats' (shown there as 0): the run cannot
+        // vouch for what it did not read.
+        if (const uint64_t failed = counters.read_errors(); failed > 0) {
+            log::error("{} reads of BPF's counters failed (stats: counter_read_errors)", failed);
             if (status == 0) status = 1;
         }
         if (stats_failed && status == 0) status = 1;
@@ -438,7 +456,7 @@ TrackRun::TrackRun(asio::io_context& io, const TrackOptions& opt, BpfSession& bp
                                    std::move(unwind_cache), child, control, guard)) {}
 TrackRun::~TrackRun() = default;
 int TrackRun::run() { return impl_->run(); }
-void TrackRun::close_process_probes() { impl_->close_process_probes(); }
+void TrackRun::detach_probes() { impl_->detach_probes(); }
 bool TrackRun::exec_failed() const { return impl_->exec_failed(); }
 int TrackRun::exec_error() const { return impl_->exec_error(); }
 const std::string& TrackRun::cut_short() const { return impl_->cut_short(); }

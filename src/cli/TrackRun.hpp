@@ -33,8 +33,8 @@ public:
 
     // Runs until the command exits, a signal arrives or a client asks for shutdown: the exit status.
     int run();
-    // Detaches the per-process probes (links closed in parallel); after run().
-    void close_process_probes();
+    // Detaches every probe (each process's links and the session's) and waits; after run().
+    void detach_probes();
     bool exec_failed() const;
     int exec_error() const;
     // After run(): one line saying that a signal ended the recording before the command ended,

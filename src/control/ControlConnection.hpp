@@ -17,10 +17,10 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/json/object.hpp>
 
-#include "actors/Messages.hpp"
 #include "control/ControlHandlers.hpp"
 #include "control/LineFramer.hpp"
 #include "core/Result.hpp"
+#include "core/Strand.hpp"
 
 namespace memtrack {
 

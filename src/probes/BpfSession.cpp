@@ -1,7 +1,5 @@
 #include "probes/BpfSession.hpp"
 
-#include <linux/capability.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,7 +7,6 @@
 #include <bpf/libbpf.h>
 
 #include <algorithm>
-#include <cstdarg>
 #include <optional>
 #include <fstream>
 #include <mutex>
@@ -21,58 +18,10 @@
 #include "bpf/hold.h"
 #include "bpf/unwind.h"
 #include "probes/AllocatorProbes.hpp"
-#include "probes/VerifierLog.hpp"
+#include "probes/LibbpfLog.hpp"
 
 namespace memtrack {
 namespace {
-
-// libbpf's messages go through our logger; the last warning explains a failed load or attach,
-// and the last verifier log says which program the kernel refused and why.
-std::mutex g_libbpf_mu;
-std::string g_libbpf_last;
-std::string g_verifier_log;
-
-int libbpf_print(enum libbpf_print_level level, const char* format, va_list args) {
-    // Sized to the message: a verifier log comes as one message of up to megabytes.
-    va_list again;
-    va_copy(again, args);
-    const int n = std::vsnprintf(nullptr, 0, format, again);
-    va_end(again);
-    std::string line(n > 0 ? size_t(n) : 0, '\0');
-    if (n > 0) std::vsnprintf(line.data(), line.size() + 1, format, args);
-    while (!line.empty() && line.back() == '\n') line.pop_back();
-    if (level != LIBBPF_DEBUG) {
-        std::lock_guard lock(g_libbpf_mu);
-        if (is_verifier_log(line)) g_verifier_log = line;
-        else g_libbpf_last = line;
-    }
-    if (log::verbose() && level != LIBBPF_DEBUG) log::info("libbpf: {}", line);
-    return 0;
-}
-
-std::string libbpf_last_message() {
-    std::lock_guard lock(g_libbpf_mu);
-    return g_libbpf_last;
-}
-
-[[noreturn]] void fail(const std::string& what, int err) {
-    std::string msg = fmt::format("BPF {} failed: {}", what, std::strerror(err < 0 ? -err : err));
-    if (auto last = libbpf_last_message(); !last.empty()) msg += fmt::format(" (libbpf: {})", last);
-    throw FatalError(msg);
-}
-
-// A load the verifier refused, in one line: which program, and what the verifier said last.
-[[noreturn]] void fail_load(int err) {
-    std::optional<VerifierRefusal> refusal;
-    {
-        std::lock_guard lock(g_libbpf_mu);
-        refusal = parse_verifier_log(g_verifier_log);
-    }
-    if (!refusal) fail("load", err);
-    throw FatalError(fmt::format("BPF load failed: the kernel's verifier refused program '{}': {} (memtrack -v "
-                                 "prints the whole log)",
-                                 refusal->program, refusal->last_lines));
-}
 
 // Hold words for every pid the kernel may hand out (pid_max), in whole pages of
 // MT_HOLD_WORDS_PER_PAGE: the `holds` map's max_entries is this / MT_HOLD_WORDS_PER_PAGE.
@@ -84,40 +33,26 @@ uint32_t hold_words_for_pid_max() {
     return uint32_t(pages * MT_HOLD_WORDS_PER_PAGE);
 }
 
-bool has_capability(const __user_cap_data_struct (&data)[2], int cap) {
-    return data[cap / 32].effective & (1u << (cap % 32));
-}
-
 }  // namespace
 
-void require_bpf_privileges() {
-    if (::geteuid() == 0) return;
-    __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
-    __user_cap_data_struct data[2]{};
-    constexpr int kCapPerfmon = 38, kCapBpf = 39;
-    if (::syscall(SYS_capget, &hdr, data) == 0 && has_capability(data, kCapBpf) &&
-        has_capability(data, kCapPerfmon))
-        return;
-    throw FatalError("memtrack needs root, or CAP_BPF and CAP_PERFMON");
-}
-
 std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
-    libbpf_set_print(libbpf_print);
+    capture_libbpf_log();
     // The configuration was checked with the other options, before anything was created
     // (check_options in TrackCommand.cpp).
     std::unique_ptr<BpfSession> s(new BpfSession(cfg));
+    s->sites_.emplace(cfg.place_probes);
     s->features_ = KernelFeatures::probe();
     if (const KernelFeature* f = s->features_.missing())
         throw FatalError(fmt::format("this kernel ({}) lacks {} (Linux {}+): memtrack needs Linux {} or later",
                                      s->features_.release, f->name, f->since, KernelFeatures::kMinimumKernel));
     s->uprobes_ = s->features_.uprobe_multi.present ? UprobeMechanism::multi : UprobeMechanism::perf_event;
     s->skel_.reset(memtrack_bpf__open());
-    if (!s->skel_) fail("open", errno);
+    if (!s->skel_) fail_bpf("open", errno);
 
     if (bpf_map__set_max_entries(s->skel_->maps.events, uint32_t(cfg.ring_bytes)) != 0)
-        fail("ring resize", errno);
+        fail_bpf("ring resize", errno);
     if (bpf_map__set_max_entries(s->skel_->maps.stacks, uint32_t(cfg.stack_ring_bytes)) != 0)
-        fail("stack ring resize", errno);
+        fail_bpf("stack ring resize", errno);
     auto watermark = [&](uint64_t ring) { return cfg.stop_fill >= 1.0 ? ~0ull : uint64_t(cfg.stop_fill * double(ring)); };
     s->skel_->rodata->stop_bytes = watermark(cfg.ring_bytes);
     s->skel_->rodata->stack_stop_bytes = watermark(cfg.stack_ring_bytes);
@@ -129,11 +64,11 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
     const bool cfi = cfg.capture_stacks && cfg.unwind_cfi;
     s->skel_->rodata->unwind_cfi = cfi;
     if (bpf_map__set_max_entries(s->skel_->maps.unwind_rows, cfi ? cfg.unwind_rows : 1) != 0)
-        fail("unwind rows resize", errno);
+        fail_bpf("unwind rows resize", errno);
     const int cpus = libbpf_num_possible_cpus();
-    if (cpus <= 0) fail("count CPUs", -cpus);
+    if (cpus <= 0) fail_bpf("count CPUs", -cpus);
     if (bpf_map__set_max_entries(s->skel_->maps.row_cache, cfi ? uint32_t(cpus) * MT_ROW_CACHE_SLOTS : 1) != 0)
-        fail("row cache resize", errno);
+        fail_bpf("row cache resize", errno);
     s->skel_->rodata->wakeup_bytes = uint64_t(cfg.wakeup_fill * double(cfg.ring_bytes));
     s->skel_->rodata->stack_wakeup_bytes = uint64_t(cfg.wakeup_fill * double(cfg.stack_ring_bytes));
     // A new process is held until its own probes exist by bpf_send_signal_task (on_fork).
@@ -144,7 +79,7 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
     s->skel_->rodata->signal_task = s->features_.send_signal_task.present;
     s->hold_words_ = hold_words_for_pid_max();
     if (bpf_map__set_max_entries(s->skel_->maps.holds, s->hold_words_ / MT_HOLD_WORDS_PER_PAGE) != 0)
-        fail("holds resize", errno);
+        fail_bpf("holds resize", errno);
     // One program serves every allocator entry (and one every return), through uprobe_multi
     // links where the kernel has them, else perf-event uprobes (the section's default).
     if (s->uprobes_ == UprobeMechanism::multi)
@@ -153,12 +88,13 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
 
     bpf_program__set_autoattach(s->skel_->progs.find_pidns, false);
 
-    if (int err = memtrack_bpf__load(s->skel_.get()); err != 0) fail_load(err);
+    if (int err = memtrack_bpf__load(s->skel_.get()); err != 0) fail_bpf_load(err);
     // Before anything is attached: from here on BPF speaks in pids of memtrack's namespace.
     LIBBPF_OPTS(bpf_test_run_opts, run);
     if (int err = bpf_prog_test_run_opts(bpf_program__fd(s->skel_->progs.find_pidns), &run); err != 0)
-        fail("find pid namespace", err);
+        fail_bpf("find pid namespace", err);
     if (run.retval != 0) throw FatalError("BPF: memtrack's pid namespace is deeper than the kernel allows");
+    s->counters_.emplace(bpf_map__fd(s->skel_->maps.counters));
     return s;
 }
 
@@ -184,7 +120,7 @@ void BpfSession::attach_tracepoints() {
                             skel_->progs.on_rss};
     for (bpf_program* p : progs) {
         bpf_link* l = bpf_program__attach(p);
-        if (!l) fail(fmt::format("attach {}", bpf_program__name(p)), errno);
+        if (!l) fail_bpf(fmt::format("attach {}", bpf_program__name(p)), errno);
         // A tp_btf link is its fd: taken over, and libbpf's handle freed without closing it.
         tracepoint_links_.emplace_back(bpf_link__fd(l));
         bpf_link__disconnect(l);
@@ -218,16 +154,7 @@ void BpfSession::attach_allocator_probes() {
     if (auto r = attach_shared_probes(); !r) throw FatalError("BPF attach failed: " + r.error().message());
 }
 
-ProbedObject BpfSession::object_probes(const MappedObject& object) {
-    std::lock_guard lock(cache_mu_);
-    auto [it, fresh] = cache_.try_emplace({object.dev, object.ino});
-    if (fresh) {
-        auto probes = resolve_object_probes(object.path, cfg_.place_probes);
-        if (!probes) log::error("cannot read {} for its allocator functions: {}", object.path, probes.error().message());
-        it->second = std::make_shared<const ObjectProbes>(probes ? std::move(probes).value() : ObjectProbes{});
-    }
-    return {object, it->second};
-}
+ProbedObject BpfSession::object_probes(const MappedObject& object) { return sites_->get(object); }
 
 Result<void> BpfSession::attach_shared_probes() {
     for (const ProbedObject& o : startup_)
@@ -245,16 +172,6 @@ Result<void> BpfSession::attach_shared(const ProbedObject& o) {
     }
     for (auto& l : *links) uprobe_links_.push_back(std::move(l));
     return {};
-}
-
-Result<std::vector<UprobeMultiLink>> BpfSession::attach_process_probes(pid_t pid) const {
-    std::vector<UprobeMultiLink> links;
-    for (const ProbedObject& o : startup_) {
-        auto more = attach_object(pid, o);
-        if (!more) return more.error();
-        for (auto& l : *more) links.push_back(std::move(l));
-    }
-    return links;
 }
 
 Result<std::vector<UprobeMultiLink>> BpfSession::attach_object(pid_t pid, const ProbedObject& o) const {
@@ -281,7 +198,7 @@ bool BpfSession::track(pid_t pid) {
     // be recorded by both.
     if (bpf_map__update_elem(skel_->maps.tracked, &key, sizeof(key), &how, sizeof(how), BPF_NOEXIST) != 0) {
         if (errno == EEXIST) return false;
-        fail(fmt::format("track pid {}", pid), errno);
+        fail_bpf(fmt::format("track pid {}", pid), errno);
     }
     return true;
 }
@@ -317,17 +234,6 @@ uint64_t BpfSession::stop_bytes() const { return skel_->rodata->stop_bytes; }
 
 uint64_t BpfSession::max_fill_bytes(int ring) const {
     return std::atomic_ref<unsigned long>(skel_->bss->max_fill_bytes[ring & 1]).load(std::memory_order_relaxed);
-}
-
-uint64_t BpfSession::counter(uint32_t index) const {
-    const int ncpu = libbpf_num_possible_cpus();
-    std::vector<uint64_t> values(size_t(ncpu > 0 ? ncpu : 1));
-    if (bpf_map__lookup_elem(skel_->maps.counters, &index, sizeof(index), values.data(),
-                             values.size() * sizeof(uint64_t), 0) != 0)
-        return 0;
-    uint64_t sum = 0;
-    for (uint64_t v : values) sum += v;
-    return sum;
 }
 
 std::vector<ProgramRunStats> BpfSession::program_stats() const {

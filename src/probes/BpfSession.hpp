@@ -1,6 +1,8 @@
 #pragma once
 // Owns the BPF object (skeleton), every link attached to it, and the shared .bss variables.
 // Lifecycle as libbpf-tools does it: open, configure (rodata, ring size), load, attach.
+// Apart: libbpf's log (LibbpfLog), the privilege check (BpfPrivileges), the counters' reads
+// (BpfCounters), link closing (LinkCloser), the probe sites of each file (ProbeSiteCache).
 #include <sys/types.h>
 
 #include <atomic>
@@ -9,15 +11,18 @@
 #include <memory>
 #include <set>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/Result.hpp"
 #include "core/Fd.hpp"
 #include "probes/AllocatorProbes.hpp"
+#include "probes/BpfCounters.hpp"
 #include "probes/KernelFeatures.hpp"
 #include "probes/LinkCloser.hpp"
-#include "probes/MappedObjects.hpp"
+#include "probes/ProbeSiteCache.hpp"
+#include "symbols/MappedObjects.hpp"
 #include "probes/UprobeMultiLink.hpp"
 
 struct memtrack_bpf;
@@ -29,34 +34,30 @@ struct ProgramRunStats {
     uint64_t runs = 0, run_ns = 0;
 };
 
-// An object a process maps, with its probe sites (shared by every process mapping the file).
-struct ProbedObject {
-    MappedObject object;
-    std::shared_ptr<const ObjectProbes> probes;
-};
-
+// Made by bpf_config(TrackOptions) (cli/TrackOptions.hpp), the one route from the options to
+// the session: the defaults are TrackOptions', so none are repeated here.
 struct BpfConfig {
-    uint64_t ring_bytes = 64ull << 20;
-    double stop_fill = 0.75;    // SIGSTOP the producer at or above this fill
-    double wakeup_fill = 0.0;   // below this fill, records do not wake the consumer
-    bool capture_stacks = true;
-    bool place_probes = true;   // ProbePlacement; off: every probe at its function's entry
-    uint32_t max_frames = 64;
+    uint64_t ring_bytes = 0;
+    double stop_fill = 0;     // SIGSTOP the producer at or above this fill
+    double wakeup_fill = 0;   // below this fill, records do not wake the consumer
+    bool capture_stacks = false;
+    bool place_probes = false;  // ProbePlacement; off: every probe at its function's entry
+    uint32_t max_frames = 0;
     bool time_parts = false;  // the return program times its parts (MT_COUNTER_PART_*)
     // The timeline's RSS records (src/bpf/rss.h): off, none; a record when a counter moves by
     // max(rss_granularity, 1/64 of it); 0: every change.
-    bool record_rss = true;
-    uint64_t rss_granularity = 1ull << 20;
+    bool record_rss = false;
+    uint64_t rss_granularity = 0;
     // Stacks walked by the CFI rows user space loads (UnwindTables); off: by frame pointer.
-    bool unwind_cfi = true;
-    uint32_t unwind_rows = 1u << 22;  // rows for every object's table together (8 bytes each)
-    uint64_t stack_ring_bytes = 16ull << 20;
+    bool unwind_cfi = false;
+    uint32_t unwind_rows = 0;  // rows for every object's table together (8 bytes each)
+    uint64_t stack_ring_bytes = 0;
     std::string libc_path;      // empty: the C library memtrack itself uses
     std::string libstdcxx_path; // empty: the C++ runtime memtrack itself uses
-    // Allocator probes as links filtered to each tracked process (attach_process_probes), so
-    // other processes on the machine do not trap; off, or on kernels without
-    // bpf_send_signal_task (KernelFeatures), system-wide.
-    bool per_process_links = true;
+    // Allocator probes as links filtered to each tracked process (ProcessLinks), so other
+    // processes on the machine do not trap; off, or on kernels without bpf_send_signal_task
+    // (KernelFeatures), system-wide.
+    bool per_process_links = false;
 };
 
 class BpfSession {
@@ -79,9 +80,6 @@ public:
     // An object's probe sites, resolved once per file (device, inode) for every process; an
     // object that cannot be read has none (the error is logged once).
     ProbedObject object_probes(const MappedObject& object);
-    // The startup objects' probes for `pid` alone (links whose filter is that process); mark it
-    // with track_own() before it runs, or the shared links would record it too.
-    Result<std::vector<UprobeMultiLink>> attach_process_probes(pid_t pid) const;
     // One object's links filtered to `pid` (0: every process mapping it).
     Result<std::vector<UprobeMultiLink>> attach_object(pid_t pid, const ProbedObject& o) const;
     // The shared links (every process that maps the object traps; the programs record the
@@ -109,11 +107,15 @@ public:
     // The highest fill, in bytes, BPF saw the events (0) or stacks (1) ring at.
     uint64_t max_fill_bytes(int ring) const;
     uint64_t stop_bytes() const;  // the events ring's stop mark
-    uint64_t counter(uint32_t index) const;  // summed over CPUs
+    const BpfCounters& counters() const { return *counters_; }
     // Each loaded program's runs and run time as the kernel counts them (both 0 unless
     // kernel.bpf_stats_enabled was on while it ran).
     std::vector<ProgramRunStats> program_stats() const;
-    // Detaches every probe now (each link's fd closed); maps stay readable.
+    // The one pool every link is closed by, the session's and each process's (ProcessLinks):
+    // closes that wait at the same time share their RCU grace period.
+    LinkCloser& closer() { return closer_; }
+    // Detaches every probe now (each link's fd closed) and waits for every close queued on
+    // closer(), the processes' links too; maps stay readable.
     void detach();
 
 private:
@@ -124,20 +126,17 @@ private:
     BpfConfig cfg_;
     std::unique_ptr<memtrack_bpf, SkeletonDeleter> skel_;
     std::vector<Fd> tracepoint_links_;  // each tracepoint link's fd (LinkCloser closes them)
-    LinkCloser closer_;                 // detach()'s
+    LinkCloser closer_;                 // closer()
     std::mutex shared_mu_;  // guards uprobe_links_ and shared_objects_ (attach_shared, detach)
     std::vector<UprobeMultiLink> uprobe_links_;
     std::set<std::pair<uint64_t, uint64_t>> shared_objects_;  // (dev, ino) with shared links
     std::vector<ProbedObject> startup_;
-    std::mutex cache_mu_;  // guards cache_
-    std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<const ObjectProbes>> cache_;
+    std::optional<ProbeSiteCache> sites_;  // from the configuration, at open_and_load
+    std::optional<BpfCounters> counters_;  // once loaded
     KernelFeatures features_;
     UprobeMechanism uprobes_ = UprobeMechanism::multi;
     bool per_process_ = false;
     uint32_t hold_words_ = 0;
 };
-
-// Throws the one-line error the CLI promises when memtrack lacks the privileges to trace.
-void require_bpf_privileges();
 
 }  // namespace memtrack

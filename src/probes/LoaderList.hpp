@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/Result.hpp"
-#include "probes/MappedObjects.hpp"
+#include "symbols/MappedObjects.hpp"
 #include "symbols/ProcessMaps.hpp"
 
 namespace memtrack {

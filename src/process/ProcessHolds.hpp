@@ -18,11 +18,11 @@
 
 #include <boost/asio/steady_timer.hpp>
 
-#include "actors/ActorCounters.hpp"
-#include "actors/Messages.hpp"
 #include "bpf/hold.h"
+#include "core/Strand.hpp"
 #include "process/HoldRelease.hpp"
 #include "process/HoldStore.hpp"
+#include "process/PauseCounters.hpp"
 
 namespace memtrack {
 

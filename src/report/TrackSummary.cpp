@@ -4,8 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "format/ArtifactReader.hpp"
-#include "report/StackTable.hpp"
+#include "report/ArtifactTotals.hpp"
 #include "report/Units.hpp"
 
 namespace memtrack::report {
@@ -23,14 +22,12 @@ std::string track_summary(const Analysis& a, const std::string& artifact) {
 }
 
 void print_track_summary(const std::string& artifact) {
-    const StackTable none;
-    Analyzer analyzer(none, FilterOptions{}, 1);
-    auto read = read_artifact(artifact, [&](const Event& e) { analyzer.add(e); });
-    if (!read) {
-        fmt::print(stderr, "memtrack: no summary: {}\n", read.error().message());
+    ArtifactTotals totals = analyze_artifact(artifact);
+    if (!totals.read) {
+        fmt::print(stderr, "memtrack: no summary: {}\n", totals.read.error().message());
         return;
     }
-    const std::string s = track_summary(std::move(analyzer).finish(), artifact);
+    const std::string s = track_summary(totals.analysis, artifact);
     std::fputs(s.c_str(), stderr);
 }
 

@@ -12,8 +12,7 @@
 #include "bpf/unwind.h"
 #include "core/Clock.hpp"
 #include "core/Log.hpp"
-#include "probes/BpfSession.hpp"
-#include "probes/MappedObjects.hpp"
+#include "symbols/MappedObjects.hpp"
 #include "symbols/ElfFile.hpp"
 #include "symbols/ProcessMaps.hpp"
 
@@ -28,9 +27,8 @@ size_t rows_bytes(uint32_t capacity) {
 
 }  // namespace
 
-Result<std::unique_ptr<UnwindTables>> UnwindTables::open(BpfSession& bpf, std::shared_ptr<const CfiTableCache> cache) {
-    std::unique_ptr<UnwindTables> t(
-        new UnwindTables(bpf.unwind_rows_fd(), bpf.unwind_procs_fd(), bpf.unwind_rows_capacity(), std::move(cache)));
+Result<std::unique_ptr<UnwindTables>> UnwindTables::open(const Maps& maps, std::shared_ptr<const CfiTableCache> cache) {
+    std::unique_ptr<UnwindTables> t(new UnwindTables(maps.rows_fd, maps.procs_fd, maps.rows_capacity, std::move(cache)));
     if (t->capacity_ == 0) return t;
     void* p = ::mmap(nullptr, rows_bytes(t->capacity_), PROT_READ | PROT_WRITE, MAP_SHARED, t->rows_fd_, 0);
     if (p == MAP_FAILED) return errno_error("mmap", "unwind rows map");

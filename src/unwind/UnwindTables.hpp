@@ -25,13 +25,17 @@
 
 namespace memtrack {
 
-class BpfSession;
-
 class UnwindTables {
 public:
-    // Maps the rows array of `bpf` (nothing to do when the walker is off: describe() is a no-op).
+    // The walker's maps (BpfSession's unwind_rows_fd(), unwind_procs_fd(), unwind_rows_capacity()):
+    // fds only, so that unwind/ stays below probes/.
+    struct Maps {
+        int rows_fd = -1, procs_fd = -1;
+        uint32_t rows_capacity = 0;  // 0: the walker is off
+    };
+    // Maps the rows array (nothing to do when the walker is off: describe() is a no-op).
     // Tables are loaded through `cache` (load_cfi_table), which may be null: built every run.
-    static Result<std::unique_ptr<UnwindTables>> open(BpfSession& bpf, std::shared_ptr<const CfiTableCache> cache);
+    static Result<std::unique_ptr<UnwindTables>> open(const Maps& maps, std::shared_ptr<const CfiTableCache> cache);
     ~UnwindTables();
     UnwindTables(const UnwindTables&) = delete;
     UnwindTables& operator=(const UnwindTables&) = delete;

@@ -214,6 +214,7 @@ void check_common(const Tracked& t) {
     // No fixture leaves an allocator call without its return (no exception, no longjmp out of
     // one): a stale frame here is the nesting rule misreading a stack pointer.
     CHECK(stats_u64(t.result.stats, "stale_frames") == 0);
+    CHECK(stats_u64(t.result.stats, "counter_read_errors") == 0);
     double wall_s = double(t.result.t_end - t.result.t_begin) / 1e9;
     CHECK_MESSAGE(t.result.stats.duration_s > 0, "duration_s ", t.result.stats.duration_s);
     CHECK_MESSAGE(t.result.stats.duration_s <= wall_s + 0.5,

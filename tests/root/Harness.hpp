@@ -27,16 +27,14 @@ namespace memtrack::roottest {
 
 // ---- environment ----
 
-// True when the suite can run. Otherwise prints the skip line and returns false, or, with
-// MEMTRACK_REQUIRE_BPF=1, fails the current test case.
-bool root_suite_enabled();
+// True when the whole suite is skipped: not root, and MEMTRACK_REQUIRE_BPF=1 not set. test_main
+// then exits 77 (meson's SKIP) before any case runs.
+bool root_suite_skipped();
+// Fails the current case when it cannot run (not root, or the meson environment missing).
+void root_suite_check();
 
 // Every root test case starts with this.
-#define ROOT_SUITE_GUARD()                                \
-    do {                                                  \
-        if (!::memtrack::roottest::root_suite_enabled()) \
-            return;                                       \
-    } while (0)
+#define ROOT_SUITE_GUARD() ::memtrack::roottest::root_suite_check()
 
 std::string memtrack_bin();                       // $MEMTRACK_BIN, must be set
 int time_factor();                                // $MEMTRACK_TIME_FACTOR, at least 1

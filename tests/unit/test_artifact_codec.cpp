@@ -29,7 +29,8 @@
 #include "format/ArtifactReader.hpp"
 #include "format/JsonLines.hpp"
 #include "format/Record.hpp"
-#include "format/Summary.hpp"
+#include "report/ArtifactTotals.hpp"
+#include "report/Load.hpp"
 #include "format/ZstdFileWriter.hpp"
 
 using namespace memtrack;
@@ -637,7 +638,8 @@ Event ev(EventKind kind, int32_t pid, uint64_t addr, uint64_t size = 0) {
 }
 
 std::vector<Event> summary_sequence() {
-    Event realloc_move = ev(EventKind::Realloc, 2, 0xc000, 200);
+    // Blocks are per process: pid 1's realloc moves pid 1's block, which pid 1 frees.
+    Event realloc_move = ev(EventKind::Realloc, 1, 0xc000, 200);
     realloc_move.old_addr = 0xb000;
     return {
         ev(EventKind::Malloc, 1, 0xa000, 100),       // live 100
@@ -647,7 +649,7 @@ std::vector<Event> summary_sequence() {
         ev(EventKind::AlignedAlloc, 2, 0xd000, 64),  // live 264
         ev(EventKind::Free, 2, 0x1234),              // unknown block: no change
         ev(EventKind::Realloc, 2, 0xe000, 10),       // old pointer unknown: live 274 (peak)
-        ev(EventKind::Free, 2, 0xc000),              // live 74
+        ev(EventKind::Free, 1, 0xc000),              // live 74
         ev(EventKind::Malloc, 1, 0, 1000),           // failed: counted, nothing live
         ev(EventKind::Mmap, 3, 0x10000, 4096),       // mapped 4096
         ev(EventKind::Mmap, 3, 0x20000, 8192),       // mapped 12288 (peak)
@@ -659,35 +661,32 @@ std::vector<Event> summary_sequence() {
 
 }  // namespace
 
-TEST_CASE("Summary totals a hand-made sequence") {
-    Summary s;
-    for (const Event& e : summary_sequence()) s.add(e);
-    Event fork;
-    fork.kind = EventKind::Fork;
-    fork.pid = 99;
-    s.add(fork);  // not an artifact kind: ignored
+namespace {
 
-    CHECK(s.count(EventKind::Malloc) == 2);
-    CHECK(s.bytes(EventKind::Malloc) == 1100);
-    CHECK(s.count(EventKind::Free) == 3);
-    CHECK(s.bytes(EventKind::Free) == 0);
-    CHECK(s.count(EventKind::Realloc) == 2);
-    CHECK(s.bytes(EventKind::Realloc) == 210);
-    CHECK(s.count(EventKind::Calloc) == 1);
-    CHECK(s.count(EventKind::AlignedAlloc) == 1);
-    CHECK(s.count(EventKind::Mmap) == 2);
-    CHECK(s.bytes(EventKind::Mmap) == 12288);
-    CHECK(s.count(EventKind::Munmap) == 2);
-    CHECK(s.count(EventKind::Brk) == 1);
-    CHECK(s.count(EventKind::Fork) == 0);
-    CHECK(s.peak_live_heap_bytes() == 274);
-    CHECK(s.live_heap_bytes() == 74);
-    CHECK(s.live_heap_blocks() == 2);
-    CHECK(s.peak_mapped_bytes() == 12288);
-    CHECK(s.mapped_bytes() == 8192);
-    CHECK(s.processes() == 3);
+// `dump --summary` of `events` written as an artifact, and the report's analysis of the same
+// file (report::load, the artifact alone): the two routes a user reads the heap by.
+struct TwoViews {
+    std::string summary;
+    report::Analysis report;
+};
+TwoViews both_views(const TempDir& dir, const std::vector<Event>& events) {
+    const std::string path = dir / "1.MemtrackArtifact.msgpack";
+    write_zstd_file(path, encode_all(events));
+    Captured c = capture_output(dir, [&] { return run_dump({path, true}); });
+    REQUIRE_MESSAGE(c.rc == 0, c.err);
+    report::LoadOptions opt;
+    opt.use_timeline = false;
+    auto loaded = report::load(path, opt);
+    REQUIRE_MESSAGE(loaded.ok(), loaded.error().message());
+    return {c.out, std::move(loaded->analysis)};
+}
 
-    CHECK(s.text() ==
+}  // namespace
+
+TEST_CASE("dump --summary totals a hand-made sequence, as the report does") {
+    TempDir dir;
+    const TwoViews v = both_views(dir, summary_sequence());
+    CHECK(v.summary ==
           "kind                   count               bytes\n"
           "Malloc                     2                1100\n"
           "Free                       3                   -\n"
@@ -701,19 +700,32 @@ TEST_CASE("Summary totals a hand-made sequence") {
           "live at end: 74 bytes in 2 blocks\n"
           "peak mapped bytes: 12288\n"
           "processes: 3\n");
-
-    const boost::json::object j = s.to_json();
-    CHECK(j.at("peak_live_heap_bytes").as_uint64() == 274);
-    CHECK(j.at("live_heap_blocks").as_uint64() == 2);
-    CHECK(j.at("processes").as_uint64() == 3);
-    CHECK(j.at("kinds").as_object().at("Realloc").as_object().at("bytes").as_uint64() == 210);
-    CHECK_FALSE(j.at("kinds").as_object().at("Free").as_object().contains("bytes"));
+    CHECK(v.report.peak_bytes == 274);
+    CHECK(v.report.leaked_bytes == 74);
+    CHECK(v.report.leaked_blocks == 2);
+    CHECK(v.report.mapped_bytes == 8192);
 }
 
-namespace {
-
-
-}  // namespace
+// A process tree: the child's heap is a copy of the parent's address space, so both processes
+// allocate at the same addresses. Keyed by address alone (format/Summary before), the child's
+// block replaced the parent's and the parent's free then took the child's: dump --summary said
+// "peak 200, live 0 bytes in 0 blocks" where the report said peak 300, 200 live in 1 block.
+TEST_CASE("dump --summary and the report agree on a process tree reusing an address") {
+    TempDir dir;
+    const std::vector<Event> events = {
+        ev(EventKind::Malloc, 10, 0xa000, 100),  // parent: live 100
+        ev(EventKind::Malloc, 11, 0xa000, 200),  // child, same address: live 300 (peak)
+        ev(EventKind::Free, 10, 0xa000),         // the parent's block: live 200, the child's
+    };
+    const TwoViews v = both_views(dir, events);
+    CHECK(v.summary.find("peak live heap bytes: 300\n") != std::string::npos);
+    CHECK(v.summary.find("live at end: 200 bytes in 1 blocks\n") != std::string::npos);
+    CHECK(v.summary.find("processes: 2\n") != std::string::npos);
+    CHECK(v.report.peak_bytes == 300);
+    CHECK(v.report.leaked_bytes == 200);
+    CHECK(v.report.leaked_blocks == 1);
+    CHECK(v.report.unknown_frees == 0);
+}
 
 TEST_CASE("memtrack dump prints JSON lines or a summary, and what it read before an error") {
     TempDir dir;

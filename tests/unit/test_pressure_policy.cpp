@@ -1,7 +1,7 @@
 // The watermark policy PressureControl applies and the histogram behind every *_ms statistic.
 #include <doctest/doctest.h>
 
-#include "actors/Histogram.hpp"
+#include "core/Histogram.hpp"
 #include "actors/PressureControl.hpp"
 
 using memtrack::Histogram;

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "actors/Counter.hpp"
+#include "core/Counter.hpp"
 
 namespace memtrack {
 

@@ -1,4 +1,4 @@
-#include "probes/MappedObjects.hpp"
+#include "symbols/MappedObjects.hpp"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
