@@ -23,6 +23,7 @@
 #include "report/StackTable.hpp"
 #include "report/TemporaryDetector.hpp"
 #include "report/Timeline.hpp"
+#include "report/Windows.hpp"
 
 namespace memtrack::report {
 
@@ -92,6 +93,9 @@ struct Analysis {
     // The highest sum of the live processes' RSS samples, and at least each process's exact
     // high-water mark.
     uint64_t peak_rss_bytes = 0;
+    // The session's windows (Windows.hpp), by start; with --window only that one, and
+    // peak_rss_bytes is then its RSS peak.
+    std::vector<WindowTotals> windows;
     std::vector<ProcessTotals> processes;  // by pid
     std::vector<Site> sites;               // in order of first allocation
     std::vector<TimelinePoint> timeline;
@@ -110,7 +114,10 @@ public:
     void prefetch_sites(const Event& e);
     void add(const Event& e);
     // The session's processes, before the first add(): each heap then ends at its exit or exec.
-    void set_processes(ProcessModel model);
+    // `window`: an index in windows_of(model.session) that every figure is narrowed to
+    // (--window): events outside it are left out as --from/--to would, processes that did not
+    // live in it are not listed.
+    void set_processes(ProcessModel model, std::optional<size_t> window = std::nullopt);
     bool has_processes() const { return model_.has_value(); }
     Analysis finish() &&;
 
@@ -144,6 +151,8 @@ private:
     size_t next_end_ = 0, next_rss_ = 0;
     std::map<int32_t, uint64_t> rss_now_;  // pid -> its latest RSS sample
     uint64_t rss_sum_ = 0;
+    std::optional<WindowTracker> windows_;
+    std::optional<WindowTotals> selected_;  // --window's bounds
     Analysis a_;
 };
 

@@ -161,6 +161,25 @@ void processes_section(const Analysis& a, const Style& st, std::string& out) {
     }
 }
 
+void windows_section(const Analysis& a, const Style& st, std::string& out) {
+    out += '\n';
+    out += st.title("== windows ==");
+    out += '\n';
+    if (a.windows.empty()) {
+        out += "  none: the recording has no enable, disable or mark\n";
+        return;
+    }
+    out += fmt::format("  {:>3} {:<16} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}\n", "#", "name", "start",
+                       "end", "heap peak", "allocated", "allocations", "average", "RSS peak", "leaked");
+    for (const WindowTotals& w : a.windows) {
+        out += fmt::format("  {:>3} {:<16} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}\n", w.number,
+                           w.name.empty() ? "(enabled)" : w.name, w.start_ns ? since_start(a, w.start_ns) : "start",
+                           w.end_ns == UINT64_MAX ? "end" : since_start(a, w.end_ns), human_bytes(w.peak_bytes),
+                           human_bytes(w.bytes), w.calls, w.calls ? human_bytes(w.bytes / w.calls) : "-",
+                           w.rss_peak_bytes ? human_bytes(w.rss_peak_bytes) : "-", human_bytes(w.leaked_bytes));
+    }
+}
+
 }  // namespace
 
 std::string text_report(const Analysis& a, const OutputOptions& o) {
@@ -168,6 +187,7 @@ std::string text_report(const Analysis& a, const OutputOptions& o) {
     std::string out;
     header(a, st, out);
     if (a.has_timeline) processes_section(a, st, out);
+    if (o.windows) windows_section(a, st, out);
     section(a, Cost::Peak, "sites at the peak", o, st, out);
     section(a, Cost::Leaked, a.has_timeline ? "leaks (live at their process's exit, or at the end)" : "leaks (live at exit)",
             o, st, out);
