@@ -12,7 +12,7 @@ constexpr uint64_t kMapFailed = ~uint64_t(0);
 
 // Whether the process was alive at some point of the window.
 bool lived_in(const ProcessInfo& p, const WindowTotals& w) {
-    return p.start_ns <= w.end_ns && (p.end_ns == 0 || p.end_ns >= w.start_ns);
+    return p.start_ns < w.end_ns && (p.end_ns == 0 || p.end_ns >= w.start_ns);
 }
 
 }  // namespace
