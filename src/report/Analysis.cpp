@@ -205,6 +205,7 @@ void Analyzer::allocate(const Event& e, uint64_t t) {
 
     SiteCounters& s = sites_.counters(site);
     peak_.touch(s, sites_.peak(site));
+    sites_.ran_in(site, s, e.pid);
     ++s.calls;
     s.bytes += e.size;
     ++s.live_blocks;

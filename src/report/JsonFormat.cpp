@@ -16,6 +16,7 @@ json::object site_json(const Site& s, Cost c) {
     o["bytes"] = a.bytes;
     o["blocks"] = a.blocks;
     o["stack_hash"] = s.hash;
+    o["pids"] = json::array(s.pids.begin(), s.pids.end());
     o["frames"] = frames_json(s);
     return o;
 }

@@ -1,4 +1,5 @@
 // --format text: a header with the totals, then the top sites of each section.
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "report/FrameNames.hpp"
@@ -43,6 +44,25 @@ void frames_text(const Site& s, const Style& st, std::string& out) {
     if (s.frames->size() > n) out += fmt::format("      ... {} more frames\n", s.frames->size() - n);
 }
 
+// "in: 100 (sh -c make), 101 (cc1 x.c)": the processes the site allocated in, by pid, with their
+// command lines when the timeline gave them; the first few, then how many more.
+void processes_text(const Analysis& a, const Site& s, std::string& out) {
+    constexpr size_t kShown = 4;
+    constexpr size_t kCommand = 60;  // characters of a command line
+    std::string line;
+    for (size_t i = 0; i < s.pids.size() && i < kShown; ++i) {
+        const int32_t pid = s.pids[i];
+        line += i == 0 ? fmt::format("{}", pid) : fmt::format(", {}", pid);
+        auto p = std::lower_bound(a.processes.begin(), a.processes.end(), pid,
+                                  [](const ProcessTotals& x, int32_t y) { return x.pid < y; });
+        if (p == a.processes.end() || p->pid != pid || p->info.command.empty()) continue;
+        const std::string& cmd = p->info.command;
+        line += fmt::format(" ({}{})", cmd.substr(0, kCommand), cmd.size() > kCommand ? "..." : "");
+    }
+    if (s.pids.size() > kShown) line += fmt::format(" and {} more", s.pids.size() - kShown);
+    if (!line.empty()) out += fmt::format("      in {}: {}\n", s.pids.size() == 1 ? "process" : "processes", line);
+}
+
 void section(const Analysis& a, Cost c, std::string_view title, const OutputOptions& o, const Style& st,
              std::string& out) {
     const Ranked r = rank(a.sites, c, o.limit);
@@ -65,6 +85,7 @@ void section(const Analysis& a, Cost c, std::string_view title, const OutputOpti
                                blocks(am.blocks, "call", "calls"));
         else
             out += fmt::format("  #{} {} in {}\n", ++i, bytes_and_human(am.bytes), blocks(am.blocks));
+        processes_text(a, *s, out);
         frames_text(*s, st, out);
     }
     if (r.other_sites > 0) {

@@ -7,6 +7,7 @@
 
 #include "report/Analysis.hpp"
 #include "report/FailIf.hpp"
+#include "report/Output.hpp"
 #include "report/Processes.hpp"
 #include "report/StackTable.hpp"
 
@@ -305,4 +306,19 @@ TEST_CASE("report with a timeline and --window: every figure is that window's") 
     std::vector<int32_t> pids;
     for (const auto& p : a.processes) pids.push_back(p.pid);
     CHECK(pids == std::vector<int32_t>{100, 102});  // 101 ended before, 103 started at its end
+}
+
+TEST_CASE("report with a timeline: every site names the processes it allocated in, with their command lines") {
+    const Analysis a = analyse(true);
+    REQUIRE(a.sites.size() == 1);  // no stacks: one site
+    CHECK(a.sites[0].pids == std::vector<int32_t>{100, 101, 102, 103});
+    const std::string text = text_report(a, OutputOptions{});
+    CHECK(text.find("      in processes: 100 (sh -c tree), 101 (sh -c tree), 102 (true x), 103 (sh -c tree)\n") !=
+          std::string::npos);
+    FilterOptions f;
+    f.pids = {102};
+    const Analysis one = analyse(true, f);
+    REQUIRE(one.sites.size() == 1);
+    CHECK(one.sites[0].pids == std::vector<int32_t>{102});
+    CHECK(text_report(one, OutputOptions{}).find("      in process: 102 (true x)\n") != std::string::npos);
 }
