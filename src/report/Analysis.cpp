@@ -89,6 +89,7 @@ void Analyzer::end_processes_until(uint64_t time) {
         now = s.bytes;
         a_.peak_rss_bytes = std::max(a_.peak_rss_bytes, rss_sum_);
         windows_->rss(rss_sum_);
+        if (started_) rss_timeline_.add(s.time > a_.start_ns ? s.time - a_.start_ns : 0, rss_sum_);
     }
 }
 
@@ -344,6 +345,8 @@ Analysis Analyzer::finish() && {
     }
     a_.timeline = timeline_.points();
     a_.timeline_bucket_ns = timeline_.bucket_ns();
+    a_.rss_timeline = rss_timeline_.points();
+    a_.rss_timeline_bucket_ns = rss_timeline_.bucket_ns();
     a_.sites = sites_.sites();
     return std::move(a_);
 }

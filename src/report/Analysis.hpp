@@ -100,8 +100,17 @@ struct Analysis {
     std::vector<Site> sites;               // in order of first allocation
     std::vector<TimelinePoint> timeline;
     uint64_t timeline_bucket_ns = 0;
+    // With a timeline: the sum of the processes' RSS samples over time, the same way.
+    std::vector<TimelinePoint> rss_timeline;
+    uint64_t rss_timeline_bucket_ns = 0;
     std::vector<SizeBucket> histogram;  // power-of-two buckets with at least one allocation
 };
+
+// Peak RSS minus peak live heap (0 when the heap is the larger): what the processes held
+// resident beyond their live blocks (the allocator's free memory, code, stacks, mappings).
+inline uint64_t rss_beyond_heap(const Analysis& a) {
+    return a.peak_rss_bytes > a.peak_bytes ? a.peak_rss_bytes - a.peak_bytes : 0;
+}
 
 class Analyzer {
 public:
@@ -140,6 +149,7 @@ private:
     TemporaryDetector temporary_;
     PeakTracker peak_;
     Timeline timeline_;
+    Timeline rss_timeline_;
     LiveMap live_;
     boost::unordered_flat_map<BlockKey, uint64_t, BlockKeyHash> mapped_;  // mmap address -> length
     boost::unordered_flat_map<int32_t, ProcessTotals> processes_;

@@ -78,6 +78,7 @@ json::object totals_json(const Analysis& a) {
         o["exec_discarded_bytes"] = a.exec_discarded_bytes;
         o["exec_discarded_blocks"] = a.exec_discarded_blocks;
         o["peak_rss_bytes"] = a.peak_rss_bytes;
+        o["rss_beyond_heap_bytes"] = rss_beyond_heap(a);
     }
     return o;
 }

@@ -143,6 +143,9 @@ void header(const Analysis& a, const Style& st, std::string& out) {
                            bytes_and_human(a.live_at_end_bytes), blocks(a.live_at_end_blocks));
         out += fmt::format("peak RSS (sum over the processes alive; at least the largest process's own): {}\n",
                            bytes_and_human(a.peak_rss_bytes));
+        out += fmt::format("heap vs RSS: {} resident beyond the peak live heap (allocator's free memory, code, "
+                           "stacks, mappings)\n",
+                           bytes_and_human(rss_beyond_heap(a)));
     }
     const double share = a.calls == 0 ? 0.0 : 100.0 * double(a.temporary_calls) / double(a.calls);
     out += fmt::format("temporary: {} of {} allocations ({:.1f} %), {}, freed with at most {} other {} of their "

@@ -286,6 +286,17 @@ TEST_CASE("report with a timeline: windows from enable, disable and mark, each w
     CHECK_FALSE(check_window_metrics(unknown_metric.value()));
     CHECK_FALSE(parse_fail_if("window:peak>1"));
 
+    // The html page's chart data: RSS beside the heap, the windows as bands, process starts and ends.
+    const std::string html = html_report(a, OutputOptions{});
+    const size_t rss_at = html.find("\"rss\":[{\"time_ns\":");  // in buckets, as the heap's timeline
+    REQUIRE(rss_at != std::string::npos);
+    const std::string rss = html.substr(rss_at, html.find(']', rss_at) - rss_at);
+    CHECK(rss.find("\"bytes\":12288}") != std::string::npos);
+    CHECK(rss.find("\"bytes\":112288}") != std::string::npos);  // 100's and 101's at 3 ms
+    CHECK(html.find("\"windows\":[{\"number\":1,\"name\":\"\",\"start_ns\":0,\"end_ns\":5000000},") != std::string::npos);
+    CHECK(html.find("{\"number\":4,\"name\":\"tail\",\"start_ns\":12000000,\"end_ns\":null}]") != std::string::npos);
+    CHECK(html.find("{\"pid\":101,\"start_ns\":1000000,\"end_ns\":4000000}") != std::string::npos);
+    CHECK(html.find("{\"pid\":100,\"start_ns\":0,\"end_ns\":16000000}") != std::string::npos);
     const auto windows = windows_of(build_process_model(timeline()).session);
     CHECK(windows.empty());
     CHECK(find_window(a.windows, "m").value() == 2);
