@@ -128,6 +128,9 @@ void header(const Analysis& a, const Style& st, std::string& out) {
                            sized ? fmt::format("{}", k.bytes) : "-",
                            sized && a.duration_ns ? human_bytes(uint64_t(double(k.bytes) / seconds)) : "-");
     }
+    // The rule of docs/FORMATS.md, said where users compare per-type counts.
+    if (a.kinds[0].count || a.kinds[size_t(EventKind::Realloc) - size_t(EventKind::Malloc)].count)
+        out += "(realloc(NULL, n) is counted as Malloc, realloc(p, 0) as Free: Realloc is a resize of a block)\n";
     out += fmt::format("heap allocations: {}{}, {} allocated{}, {} frees\n", a.calls, rate(a.calls, a.duration_ns, false),
                        bytes_and_human(a.bytes), rate(a.bytes, a.duration_ns, true), a.frees);
     out += fmt::format("peak live heap: {} in {}, at {}\n", bytes_and_human(a.peak_bytes), blocks(a.peak_blocks),
