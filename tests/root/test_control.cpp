@@ -702,6 +702,21 @@ std::vector<std::string> track_argv(const TempDir& dir, const std::string& sock,
     return argv;
 }
 
+// memtrack tracking the phases fixture with recording off, its socket answering, the fixture
+// ready (its pid in `fixture`), both in `procs`.
+struct PhasesRun : Child {
+    pid_t fixture = 0;
+};
+
+PhasesRun start_disabled_phases(const TempDir& dir, const std::string& sock, Processes& procs) {
+    PhasesRun mt{spawn_child(track_argv(dir, sock, {"--start-disabled"}, {fixture("phases")}), dir / "memtrack.err", procs)};
+    wait_ready(sock, mt, procs);
+    mt.fixture = read_ready(mt, kStartup);
+    procs.add(mt.fixture);
+    procs.add_descendants(mt.pid);
+    return mt;
+}
+
 }  // namespace
 
 TEST_CASE("control: a runner records only the phase between enable and disable, and drain flushes it") {
@@ -709,12 +724,8 @@ TEST_CASE("control: a runner records only the phase between enable and disable, 
     TempDir dir;
     Processes procs;
     const std::string sock = dir / "ctl.sock";
-    Child mt =
-        spawn_child(track_argv(dir, sock, {"--start-disabled"}, {fixture("phases")}), dir / "memtrack.err", procs);
-    wait_ready(sock, mt, procs);
-    const pid_t fx = read_ready(mt, kStartup);
-    procs.add(fx);
-    procs.add_descendants(mt.pid);
+    PhasesRun mt = start_disabled_phases(dir, sock, procs);
+    const pid_t fx = mt.fixture;
 
     run_phase(mt, 'a');  // recording is off
     json::object r = ctl_ok(sock, "enable");
@@ -772,12 +783,8 @@ TEST_CASE("control: report --windows gives each enable..disable window and mark 
     TempDir dir;
     Processes procs;
     const std::string sock = dir / "ctl.sock";
-    Child mt =
-        spawn_child(track_argv(dir, sock, {"--start-disabled"}, {fixture("phases")}), dir / "memtrack.err", procs);
-    wait_ready(sock, mt, procs);
-    const pid_t fx = read_ready(mt, kStartup);
-    procs.add(fx);
-    procs.add_descendants(mt.pid);
+    PhasesRun mt = start_disabled_phases(dir, sock, procs);
+    const pid_t fx = mt.fixture;
 
     run_phase(mt, 'a');            // off: in no window
     ctl_ok(sock, "enable");        // window 1 opens
