@@ -124,13 +124,17 @@ int main(int argc, char** argv) {
                   "only the processes whose command line matches REGEX (needs the timeline beside the artifact)");
     r->add_option("--from", report.from, "only from this time on, since the first event (1.5s, 200ms)");
     r->add_option("--to", report.to, "only up to this time, since the first event");
+    r->add_flag("--windows", report.windows,
+                "each enable..disable window and each span between marks: peak, allocated, RSS peak, leaked");
+    r->add_option("--window", report.window, "narrow every section to window N, or the one a mark NAME names");
     r->add_option("--focus", report.focus, "only stacks with a frame whose function, file or module matches REGEX");
     r->add_option("--ignore", report.ignore, "leave out stacks with a frame whose function, file or module matches REGEX");
     r->add_option("--min-size", report.min_size, "only allocations of at least this size (4096, 64KiB)");
     r->add_option("--max-size", report.max_size, "only allocations of at most this size");
     r->add_option("--diff", report.diff_base, "per-site changes from BASE (an artifact) to ARTIFACT");
     r->add_option("--fail-if", report.fail_if,
-                  "exit 3 when EXPR holds: leaked>0, peak>256MiB, calls>1e6, peak_delta>5% (repeatable)")
+                  "exit 3 when EXPR holds: leaked>0, peak>256MiB, calls>1e6, peak_delta>5%, "
+                  "window:NAME peak>10MiB (repeatable)")
         ->allow_extra_args(false);
 
     memtrack::CtlOptions ctl;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 
 #include <fmt/format.h>
@@ -61,6 +62,8 @@ LoadOptions load_options(const ReportOptions& opt) {
     if (f.from_ns && f.to_ns && *f.from_ns > *f.to_ns) throw BadOption{"--from is after --to"};
     if (!opt.focus.empty()) f.focus = regex_option("--focus", opt.focus);
     if (!opt.command.empty()) f.command = regex_option("--command", opt.command);
+    l.window = opt.window;
+    l.windows = opt.windows;
     if (!opt.ignore.empty()) f.ignore = regex_option("--ignore", opt.ignore);
     if (!opt.min_size.empty()) f.min_size = size_option("--min-size", opt.min_size);
     if (!opt.max_size.empty()) f.max_size = size_option("--max-size", opt.max_size);
@@ -144,9 +147,14 @@ int run(const ReportOptions& opt) {
     }
     {
         // Unknown metrics are refused before any work, with the metrics' values all zero.
+        // Windows are known only then: their conditions' metrics are checked alone.
         const Analysis none;
-        auto check = evaluate(conditions, metrics(none, opt.diff_base.empty() ? nullptr : &none));
+        std::vector<Condition> whole;
+        std::copy_if(conditions.begin(), conditions.end(), std::back_inserter(whole),
+                     [](const Condition& c) { return c.window.empty(); });
+        auto check = evaluate(whole, metrics(none, opt.diff_base.empty() ? nullptr : &none));
         if (!check) throw BadOption{check.error().message()};
+        if (auto windows = check_window_metrics(conditions); !windows) throw BadOption{windows.error().message()};
     }
     const LoadOptions lo = load_options(opt);
 
@@ -168,12 +176,14 @@ int run(const ReportOptions& opt) {
     o.cost = *cost;
     o.colour = opt.output.empty() && opt.format == "text" && ::isatty(STDOUT_FILENO) == 1;
     o.title = std::string(base_name(opt.artifact));
+    o.windows = opt.windows || !opt.window.empty();
     const Analysis& a = loaded->analysis;
     const std::string out = base ? render_diff(opt.format, base->analysis, a, o) : render(opt.format, a, o);
     if (auto err = write_output(opt.output, out)) return fail(*err);
 
     auto verdict = evaluate(conditions, metrics(a, base ? &base->analysis : nullptr));
-    if (verdict && *verdict) {
+    if (!verdict) return fail(verdict.error().message());  // a window the recording does not have
+    if (*verdict) {
         fmt::print(stderr, "memtrack: report: fail-if: {}\n", **verdict);
         return 3;
     }

@@ -18,6 +18,8 @@ struct ReportOptions {
     std::vector<int32_t> pids;
     std::string command;           // --command REGEX (ECMAScript), matched against the timeline's command lines
     std::string from, to;          // durations since the first event
+    bool windows = false;          // --windows: the session's windows section
+    std::string window;            // --window N|NAME: every section narrowed to that window
     std::string focus, ignore;     // regular expressions (ECMAScript)
     std::string min_size, max_size;
     std::string diff_base;         // --diff BASE

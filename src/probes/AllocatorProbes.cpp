@@ -34,7 +34,12 @@ Result<ObjectProbes> resolve_object_probes(const std::string& path, bool place) 
     out.r_debug = elf->object_vaddr("_r_debug");
     // Names sharing one address (aliases) get one probe, the first name's function.
     std::set<uint64_t> seen;
+    // The dynamic loader alone (ld.so): only its debugger hook. Its own mmap, munmap and brk map
+    // the program's objects and ld.so.cache before main; they are no call the program made
+    // (docs/FORMATS.md), and were 8 Mmap and 1 Munmap at the start of every program.
+    const bool loader_only = out.kinds == std::vector<AllocatorKind>{AllocatorKind::Loader};
     for (const auto& fn : allocator_functions()) {
+        if (loader_only && fn.func != MT_FUNC_LOADER) continue;
         auto sym = elf->find(fn.symbol);
         if (!sym) continue;
         ++out.functions;

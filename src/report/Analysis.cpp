@@ -10,6 +10,11 @@ constexpr size_t slot(EventKind k) { return size_t(k) - size_t(EventKind::Malloc
 // mmap's MAP_FAILED, should a failed call ever be recorded.
 constexpr uint64_t kMapFailed = ~uint64_t(0);
 
+// Whether the process was alive at some point of the window.
+bool lived_in(const ProcessInfo& p, const WindowTotals& w) {
+    return p.start_ns < w.end_ns && (p.end_ns == 0 || p.end_ns >= w.start_ns);
+}
+
 }  // namespace
 
 Analyzer::Analyzer(const StackTable& stacks, FilterOptions filter, uint64_t temporary_threshold)
@@ -42,10 +47,13 @@ void Analyzer::prefetch_sites(const Event& e) {
     if (is_allocation(e.kind)) sites_.prefetch(e.stack_hash);
 }
 
-void Analyzer::set_processes(ProcessModel model) {
+void Analyzer::set_processes(ProcessModel model, std::optional<size_t> window) {
     std::vector<std::pair<int32_t, std::string>> commands;
     for (const auto& [pid, info] : model.processes) commands.emplace_back(pid, info.command);
     filter_.select_commands(commands);
+    std::vector<WindowTotals> windows = windows_of(model.session);
+    if (window) selected_ = windows.at(*window);
+    windows_.emplace(std::move(windows));
     model_ = std::move(model);
     a_.has_timeline = true;
 }
@@ -56,6 +64,12 @@ void Analyzer::end_processes_until(uint64_t time) {
     for (;;) {
         const bool end_next = next_end_ < ends.size() && ends[next_end_].time <= time;
         const bool rss_next = next_rss_ < rss.size() && rss[next_rss_].time <= time;
+        const uint64_t bound = windows_->next_time();
+        if (bound != UINT64_MAX && bound <= time && (!end_next || bound <= ends[next_end_].time) &&
+            (!rss_next || bound <= rss[next_rss_].time)) {
+            windows_->step(rss_sum_, temporary_.counts());
+            continue;
+        }
         if (!end_next && !rss_next) return;
         if (end_next && (!rss_next || ends[next_end_].time <= rss[next_rss_].time)) {
             const HeapEnd& end = ends[next_end_++];
@@ -74,6 +88,8 @@ void Analyzer::end_processes_until(uint64_t time) {
         rss_sum_ = rss_sum_ - now + s.bytes;
         now = s.bytes;
         a_.peak_rss_bytes = std::max(a_.peak_rss_bytes, rss_sum_);
+        windows_->rss(rss_sum_);
+        if (started_) rss_timeline_.add(s.time > a_.start_ns ? s.time - a_.start_ns : 0, rss_sum_);
     }
 }
 
@@ -93,11 +109,13 @@ void Analyzer::end_heap(const HeapEnd& end) {
         --p.live_blocks;
         p.live_bytes -= b.size;
         if (end.exec) {
+            windows_->released(b);  // not leaked in the window it was made in either
             ++p.exec_discarded_blocks;
             p.exec_discarded_bytes += b.size;
             ++a_.exec_discarded_blocks;
             a_.exec_discarded_bytes += b.size;
         } else {
+            windows_->exited(b);
             SitePeak& exited = sites_.exited(b.site);
             ++exited.blocks;
             exited.bytes += b.size;
@@ -115,6 +133,12 @@ void Analyzer::add(const Event& e) {
     if (!started_) {
         started_ = true;
         a_.start_ns = e.timestamp;
+        if (selected_) {
+            // --window: its bounds as --from/--to, which count from the first event.
+            const auto since = [&](uint64_t t) { return t > a_.start_ns ? t - a_.start_ns : 0; };
+            filter_.narrow(since(selected_->start_ns),
+                           selected_->end_ns == UINT64_MAX ? UINT64_MAX : since(selected_->end_ns));
+        }
     }
     if (model_) end_processes_until(e.timestamp);
     if (!filter_.accepts_pid(e.pid)) return;
@@ -182,6 +206,7 @@ void Analyzer::allocate(const Event& e, uint64_t t) {
 
     SiteCounters& s = sites_.counters(site);
     peak_.touch(s, sites_.peak(site));
+    sites_.ran_in(site, s, e.pid);
     ++s.calls;
     s.bytes += e.size;
     ++s.live_blocks;
@@ -207,6 +232,7 @@ void Analyzer::allocate(const Event& e, uint64_t t) {
 
     peak_.update(heap_bytes_, heap_blocks_, t);
     timeline_.add(t, heap_bytes_);
+    if (windows_) windows_->allocated(e.size);
 }
 
 SiteCounters* Analyzer::take_live(Block* live, Block& b) {
@@ -232,6 +258,7 @@ void Analyzer::release(int32_t pid, uint64_t addr, bool temporary_candidate, uin
     SiteCounters* const counted = take_live(live, b);
     if (!counted) return;
     SiteCounters& s = *counted;
+    if (windows_) windows_->released(b);
     ++a_.frees;
     ProcessTotals& p = process(pid);
     --p.live_blocks;
@@ -278,9 +305,21 @@ Analysis Analyzer::finish() && {
         a_.live_at_end_blocks = heap_blocks_;
         for (const auto& [pid, info] : model_->processes) {
             if (!filter_.accepts_pid(pid)) continue;
+            if (selected_ && !lived_in(info, *selected_)) {
+                processes_.erase(pid);
+                last_process_ = nullptr;
+                continue;
+            }
             process(pid).info = info;
-            // The samples are to a granularity; a process's own mark at its exit is exact.
-            a_.peak_rss_bytes = std::max(a_.peak_rss_bytes, info.rss_peak);
+            // The samples are to a granularity; a process's own mark at its exit is exact, but
+            // it may have been reached outside a --window.
+            if (!selected_) a_.peak_rss_bytes = std::max(a_.peak_rss_bytes, info.rss_peak);
+        }
+        a_.windows = std::move(*windows_).finish();
+        if (selected_) {
+            const uint32_t number = selected_->number;
+            std::erase_if(a_.windows, [&](const WindowTotals& w) { return w.number != number; });
+            a_.peak_rss_bytes = a_.windows.at(0).rss_peak_bytes;
         }
     } else {
         a_.leaked_bytes = heap_bytes_;
@@ -306,6 +345,8 @@ Analysis Analyzer::finish() && {
     }
     a_.timeline = timeline_.points();
     a_.timeline_bucket_ns = timeline_.bucket_ns();
+    a_.rss_timeline = rss_timeline_.points();
+    a_.rss_timeline_bucket_ns = rss_timeline_.bucket_ns();
     a_.sites = sites_.sites();
     return std::move(a_);
 }

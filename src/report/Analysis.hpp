@@ -23,6 +23,7 @@
 #include "report/StackTable.hpp"
 #include "report/TemporaryDetector.hpp"
 #include "report/Timeline.hpp"
+#include "report/Windows.hpp"
 
 namespace memtrack::report {
 
@@ -92,12 +93,24 @@ struct Analysis {
     // The highest sum of the live processes' RSS samples, and at least each process's exact
     // high-water mark.
     uint64_t peak_rss_bytes = 0;
+    // The session's windows (Windows.hpp), by start; with --window only that one, and
+    // peak_rss_bytes is then its RSS peak.
+    std::vector<WindowTotals> windows;
     std::vector<ProcessTotals> processes;  // by pid
     std::vector<Site> sites;               // in order of first allocation
     std::vector<TimelinePoint> timeline;
     uint64_t timeline_bucket_ns = 0;
+    // With a timeline: the sum of the processes' RSS samples over time, the same way.
+    std::vector<TimelinePoint> rss_timeline;
+    uint64_t rss_timeline_bucket_ns = 0;
     std::vector<SizeBucket> histogram;  // power-of-two buckets with at least one allocation
 };
+
+// Peak RSS minus peak live heap (0 when the heap is the larger): what the processes held
+// resident beyond their live blocks (the allocator's free memory, code, stacks, mappings).
+inline uint64_t rss_beyond_heap(const Analysis& a) {
+    return a.peak_rss_bytes > a.peak_bytes ? a.peak_rss_bytes - a.peak_bytes : 0;
+}
 
 class Analyzer {
 public:
@@ -110,7 +123,10 @@ public:
     void prefetch_sites(const Event& e);
     void add(const Event& e);
     // The session's processes, before the first add(): each heap then ends at its exit or exec.
-    void set_processes(ProcessModel model);
+    // `window`: an index in windows_of(model.session) that every figure is narrowed to
+    // (--window): events outside it are left out as --from/--to would, processes that did not
+    // live in it are not listed.
+    void set_processes(ProcessModel model, std::optional<size_t> window = std::nullopt);
     bool has_processes() const { return model_.has_value(); }
     Analysis finish() &&;
 
@@ -133,6 +149,7 @@ private:
     TemporaryDetector temporary_;
     PeakTracker peak_;
     Timeline timeline_;
+    Timeline rss_timeline_;
     LiveMap live_;
     boost::unordered_flat_map<BlockKey, uint64_t, BlockKeyHash> mapped_;  // mmap address -> length
     boost::unordered_flat_map<int32_t, ProcessTotals> processes_;
@@ -144,6 +161,8 @@ private:
     size_t next_end_ = 0, next_rss_ = 0;
     std::map<int32_t, uint64_t> rss_now_;  // pid -> its latest RSS sample
     uint64_t rss_sum_ = 0;
+    std::optional<WindowTracker> windows_;
+    std::optional<WindowTotals> selected_;  // --window's bounds
     Analysis a_;
 };
 

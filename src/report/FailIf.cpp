@@ -1,5 +1,6 @@
 #include "report/FailIf.hpp"
 
+#include <algorithm>
 #include <array>
 #include <string_view>
 
@@ -11,6 +12,13 @@ namespace memtrack::report {
 namespace {
 
 constexpr std::array<std::string_view, 6> kOps{">=", "<=", "==", "!=", ">", "<"};
+constexpr std::array<std::string_view, 7> kWindowMetrics{"peak",     "bytes",  "calls",        "average",
+                                                         "rss_peak", "leaked", "leaked_blocks"};
+constexpr std::string_view kWindowScope = "window:";
+
+std::string window_key(std::string_view window, std::string_view metric) {
+    return fmt::format("{}{} {}", kWindowScope, window, metric);
+}
 
 std::string_view trim(std::string_view s) {
     while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
@@ -36,6 +44,15 @@ Result<Condition> parse_one(std::string_view text) {
     Condition c;
     c.text = std::string(text);
     c.metric = std::string(trim(text.substr(0, at)));
+    if (c.metric.starts_with(kWindowScope)) {
+        // "window:NAME METRIC": the name may hold spaces (a mark's), the metric does not.
+        const size_t space = c.metric.rfind(' ');
+        if (space == std::string::npos || space <= kWindowScope.size())
+            return bad("expected window:NAME METRIC OP VALUE");
+        c.window = std::string(trim(std::string_view(c.metric).substr(kWindowScope.size(), space - kWindowScope.size())));
+        c.metric = c.metric.substr(space + 1);
+        if (c.window.empty()) return bad("expected window:NAME METRIC OP VALUE");
+    }
     c.op = std::string(op);
     std::string_view value = trim(text.substr(at + op.size()));
     if (c.metric.empty()) return bad("no metric before the operator");
@@ -61,7 +78,8 @@ bool holds(double lhs, std::string_view op, double rhs) {
 
 std::string known(const Metrics& m) {
     std::string names;
-    for (auto& [name, v] : m) names += (names.empty() ? "" : ", ") + name;
+    for (auto& [name, v] : m)
+        if (!name.starts_with(kWindowScope)) names += (names.empty() ? "" : ", ") + name;
     return names;
 }
 
@@ -98,6 +116,25 @@ Metrics metrics(const Analysis& a, const Analysis* base) {
     add("temporary", a.temporary_calls, was(&Analysis::temporary_calls));
     add("unknown_frees", a.unknown_frees, std::nullopt);
     add("events", a.events, std::nullopt);
+    std::map<std::string, int> named;  // a mark's name -> how many windows it names
+    for (const WindowTotals& w : a.windows)
+        if (!w.name.empty()) ++named[w.name];
+    for (const WindowTotals& w : a.windows) {
+        const std::string number = std::to_string(w.number);
+        const bool by_name = !w.name.empty() && named[w.name] == 1;
+        const std::array<std::pair<std::string_view, double>, 7> values{
+            {{"peak", double(w.peak_bytes)},
+             {"bytes", double(w.bytes)},
+             {"calls", double(w.calls)},
+             {"average", w.calls ? double(w.bytes) / double(w.calls) : 0.0},
+             {"rss_peak", double(w.rss_peak_bytes)},
+             {"leaked", double(w.leaked_bytes)},
+             {"leaked_blocks", double(w.leaked_blocks)}}};
+        for (const auto& [metric, value] : values) {
+            m[window_key(number, metric)] = Metric{value, std::nullopt};
+            if (by_name) m[window_key(w.name, metric)] = Metric{value, std::nullopt};
+        }
+    }
     if (a.has_timeline) {
         add("rss_peak", a.peak_rss_bytes, base && base->has_timeline ? was(&Analysis::peak_rss_bytes) : std::nullopt);
         add("live_at_end", a.live_at_end_bytes, std::nullopt);
@@ -106,8 +143,32 @@ Metrics metrics(const Analysis& a, const Analysis* base) {
     return m;
 }
 
+Result<void> check_window_metrics(const std::vector<Condition>& conditions) {
+    for (const Condition& c : conditions) {
+        if (c.window.empty() || std::find(kWindowMetrics.begin(), kWindowMetrics.end(), c.metric) != kWindowMetrics.end())
+            continue;
+        return Error{"--fail-if", fmt::format("'{}'", c.text), 0,
+                     fmt::format("unknown window metric '{}' (known: peak, bytes, calls, average, rss_peak, "
+                                 "leaked, leaked_blocks)",
+                                 c.metric)};
+    }
+    return {};
+}
+
 Result<std::optional<std::string>> evaluate(const std::vector<Condition>& conditions, const Metrics& m) {
     for (const Condition& c : conditions) {
+        if (!c.window.empty()) {
+            const std::string key = window_key(c.window, c.metric);
+            auto it = m.find(key);
+            if (it == m.end())
+                return Error{"--fail-if", fmt::format("'{}'", c.text), 0,
+                             fmt::format("no window '{}' in this report (a window's number, or a mark's name "
+                                         "that names one window; `report --windows` lists them)",
+                                         c.window)};
+            if (holds(it->second.value, c.op, c.value))
+                return std::optional<std::string>(fmt::format("{} holds: {} = {}", c.text, key, it->second.value));
+            continue;
+        }
         auto it = m.find(c.metric);
         if (it == m.end())
             return Error{"--fail-if", fmt::format("'{}'", c.text), 0,

@@ -12,6 +12,7 @@
 namespace memtrack::report {
 
 struct Condition {
+    std::string window;  // "window:NAME METRIC...": the window's number or mark name; empty: the whole report
     std::string metric;
     std::string op;  // > >= < <= == !=
     double value = 0;
@@ -31,7 +32,13 @@ using Metrics = std::map<std::string, Metric>;
 // peak, leaked, leaked_blocks, calls, bytes, temporary, unknown_frees, events; with `base`
 // (--diff) also peak_delta, leaked_delta, calls_delta, bytes_delta (ARTIFACT minus BASE). With a
 // timeline also rss_peak, live_at_end, exec_discarded (and rss_peak_delta when BASE has one too).
+//
+// Per window (Analysis::windows): "window:N peak", "bytes", "calls", "average", "rss_peak",
+// "leaked", "leaked_blocks", for its number N and, when a mark names only it, for that name.
 Metrics metrics(const Analysis& a, const Analysis* base);
+
+// Refuses a window condition whose metric no window has, before anything is read.
+Result<void> check_window_metrics(const std::vector<Condition>& conditions);
 
 // The first condition that holds, as a one-line verdict ("leaked>0 holds: leaked = 5120");
 // nothing when none holds. An unknown metric is an error naming the known ones.

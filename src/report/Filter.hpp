@@ -1,5 +1,6 @@
 #pragma once
 // Which events a report counts: --pid, --from/--to, --focus/--ignore, --min-size/--max-size.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <regex>
@@ -34,6 +35,11 @@ public:
     // --command: the processes whose command line (forked children inherit their parent's until
     // they exec) matches, by their pid and command line.
     void select_commands(const std::vector<std::pair<int32_t, std::string>>& commands);
+    // Narrows the time window to [from, to] as well (--window), both since the first event.
+    void narrow(uint64_t from_ns, uint64_t to_ns) {
+        opt_.from_ns = std::max(opt_.from_ns.value_or(0), from_ns);
+        if (to_ns != UINT64_MAX) opt_.to_ns = std::min(opt_.to_ns.value_or(UINT64_MAX), to_ns);
+    }
     bool accepts_size(uint64_t size) const { return size >= opt_.min_size && size <= opt_.max_size; }
     // `since_start_ns`: the event's time since the artifact's first event.
     bool before_window(uint64_t since_start_ns) const { return opt_.from_ns && since_start_ns < *opt_.from_ns; }

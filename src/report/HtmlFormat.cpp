@@ -49,6 +49,28 @@ std::string html_report(const Analysis& a, const OutputOptions& o) {
     json::array timeline;
     for (const TimelinePoint& p : a.timeline) timeline.push_back(json::object{{"time_ns", p.time_ns}, {"bytes", p.bytes}});
     data["timeline"] = std::move(timeline);
+    // RSS beside the heap, windows as bands, process starts and ends: times since the first
+    // event, clamped at 0 (a process may start before it); null: open at the end.
+    const auto since = [&](uint64_t t) { return json::value(t > a.start_ns ? t - a.start_ns : 0); };
+    json::array rss;
+    for (const TimelinePoint& p : a.rss_timeline) rss.push_back(json::object{{"time_ns", p.time_ns}, {"bytes", p.bytes}});
+    data["rss"] = std::move(rss);
+    data["rss_bucket_ns"] = a.rss_timeline_bucket_ns;
+    json::array windows;
+    for (const WindowTotals& w : a.windows)
+        windows.push_back(json::object{{"number", w.number},
+                                       {"name", json::string_view(w.name.data(), w.name.size())},
+                                       {"start_ns", since(w.start_ns)},
+                                       {"end_ns", w.end_ns == UINT64_MAX ? json::value(nullptr) : since(w.end_ns)}});
+    data["windows"] = std::move(windows);
+    json::array processes;
+    for (const ProcessTotals& p : a.processes) {
+        if (!a.has_timeline) break;
+        processes.push_back(json::object{{"pid", p.pid},
+                                         {"start_ns", since(p.info.start_ns)},
+                                         {"end_ns", p.info.end_ns ? since(p.info.end_ns) : json::value(nullptr)}});
+    }
+    data["processes"] = std::move(processes);
     data["flame"] = json::object{{"peak", flame(a, Cost::Peak)},
                                  {"leaked", flame(a, Cost::Leaked)},
                                  {"allocated", flame(a, Cost::Allocated)}};

@@ -26,6 +26,12 @@ h2 { font-size: 16px; margin: 24px 0 8px; }
 #chart .peak { fill: #c62828; }
 #chart text { font: 11px sans-serif; fill: #444; }
 #chart .peaklabel { fill: #c62828; font-weight: bold; }
+#chart .rss { fill: none; stroke: #ef6c00; stroke-width: 1.5; stroke-dasharray: 4 2; }
+#chart .band { fill: #2e7d32; fill-opacity: .08; }
+#chart .bandlabel { fill: #2e7d32; }
+#chart .pstart { stroke: #2e7d32; stroke-width: 1; }
+#chart .pend { stroke: #757575; stroke-width: 1; }
+#chart .legend { font-weight: bold; }
 pre { background: #f6f6f6; padding: 8px; overflow-x: auto; font-size: 12px; }
 #status { color: #555; }
 </style>
@@ -157,19 +163,41 @@ const std::string_view kHtmlTail = R"MTHTML(</script>
     return e;
   }
   const pts = data.timeline;
+  const rss = data.rss || [];
+  const windows = data.windows || [];
+  const procs = data.processes || [];
   const W = 1000, H = 220, L = 60, B = 20, T = 20;
-  const tmax = Math.max(pts.length ? pts[pts.length - 1].time_ns + data.timeline_bucket_ns : 1, data.peak.time_ns, 1);
-  const ymax = Math.max(data.peak.bytes, 1);
-  const X = (t) => L + (W - L - 10) * t / tmax;
+  const ends = [pts.length ? pts[pts.length - 1].time_ns + data.timeline_bucket_ns : 1, data.peak.time_ns, 1];
+  if (rss.length) ends.push(rss[rss.length - 1].time_ns + data.rss_bucket_ns);
+  const tmax = Math.max(...ends);
+  const ymax = Math.max(data.peak.bytes, ...rss.map((p) => p.bytes), 1);
+  const X = (t) => L + (W - L - 10) * Math.min(t, tmax) / tmax;
   const Y = (v) => H - B - (H - B - T) * v / ymax;
-  let d = "M" + X(0) + "," + Y(0);
-  for (const p of pts) d += " L" + X(p.time_ns) + "," + Y(p.bytes) + " L" + X(p.time_ns + data.timeline_bucket_ns) + "," + Y(p.bytes);
+  // Windows (enable..disable, mark spans) as bands behind the curves.
+  for (const w of windows) {
+    const x0 = X(w.start_ns), x1 = X(w.end_ns === null ? tmax : w.end_ns);
+    el("rect", { x: x0, y: T, width: Math.max(x1 - x0, 1), height: H - B - T, class: "band" });
+    el("text", { x: x0 + 2, y: T + 12, class: "bandlabel" }, "#" + w.number + (w.name ? " " + w.name : ""));
+  }
+  function steps(series, bucket) {
+    let path = "M" + X(0) + "," + Y(0);
+    for (const p of series) path += " L" + X(p.time_ns) + "," + Y(p.bytes) + " L" + X(p.time_ns + bucket) + "," + Y(p.bytes);
+    return path;
+  }
+  const d = steps(pts, data.timeline_bucket_ns);
   el("path", { d: d + " L" + X(tmax) + "," + Y(0) + " Z", class: "area" });
   el("path", { d: d, class: "line" });
+  if (rss.length) el("path", { d: steps(rss, data.rss_bucket_ns), class: "rss" });
+  // Process starts (green) and ends (grey) as ticks along the time axis.
+  for (const p of procs) {
+    el("line", { x1: X(p.start_ns), x2: X(p.start_ns), y1: H - B, y2: H - B - 8, class: "pstart" });
+    if (p.end_ns !== null) el("line", { x1: X(p.end_ns), x2: X(p.end_ns), y1: H - B, y2: H - B - 8, class: "pend" });
+  }
   el("text", { x: 2, y: T + 4 }, human(ymax));
   el("text", { x: 2, y: H - B }, "0");
   el("text", { x: L, y: H - 4 }, "0 s");
   el("text", { x: W - 70, y: H - 4 }, seconds(tmax));
+  if (rss.length) el("text", { x: W - 260, y: H - 4, class: "legend" }, "heap (blue), RSS (orange)");
   el("circle", { cx: X(data.peak.time_ns), cy: Y(data.peak.bytes), r: 5, class: "peak" });
   el("text", { x: Math.min(X(data.peak.time_ns) + 8, W - 220), y: T - 6 + 12, class: "peaklabel" },
      "peak " + human(data.peak.bytes) + " at " + seconds(data.peak.time_ns));

@@ -16,6 +16,7 @@ json::object site_json(const Site& s, Cost c) {
     o["bytes"] = a.bytes;
     o["blocks"] = a.blocks;
     o["stack_hash"] = s.hash;
+    o["pids"] = json::array(s.pids.begin(), s.pids.end());
     o["frames"] = frames_json(s);
     return o;
 }
@@ -77,6 +78,7 @@ json::object totals_json(const Analysis& a) {
         o["exec_discarded_bytes"] = a.exec_discarded_bytes;
         o["exec_discarded_blocks"] = a.exec_discarded_blocks;
         o["peak_rss_bytes"] = a.peak_rss_bytes;
+        o["rss_beyond_heap_bytes"] = rss_beyond_heap(a);
     }
     return o;
 }
@@ -148,6 +150,22 @@ json::object json_model(const Analysis& a, const OutputOptions& o) {
     out["histogram"] = std::move(histogram);
     out["timeline_bucket_ns"] = a.timeline_bucket_ns;
     out["timeline"] = std::move(timeline);
+    if (o.windows) {
+        json::array windows;
+        for (const WindowTotals& w : a.windows)
+            windows.push_back(json::object{{"number", w.number},
+                                           {"name", js(w.name)},
+                                           {"start_ns", w.start_ns},
+                                           {"end_ns", w.end_ns == UINT64_MAX ? json::value(nullptr) : json::value(w.end_ns)},
+                                           {"peak_bytes", w.peak_bytes},
+                                           {"bytes", w.bytes},
+                                           {"calls", w.calls},
+                                           {"average_bytes", w.calls ? w.bytes / w.calls : 0},
+                                           {"rss_peak_bytes", w.rss_peak_bytes},
+                                           {"leaked_bytes", w.leaked_bytes},
+                                           {"leaked_blocks", w.leaked_blocks}});
+        out["windows"] = std::move(windows);
+    }
     return out;
 }
 

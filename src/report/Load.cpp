@@ -47,11 +47,20 @@ Result<Loaded> load(const std::string& artifact, const LoadOptions& opt) {
         if (::stat(timeline.c_str(), &st) == 0) {
             auto model = load_process_model(timeline);
             if (!model) return naming(timeline, model.error());
-            analyzer.set_processes(std::move(model).value());
+            std::optional<size_t> window;
+            if (!opt.window.empty()) {
+                auto found = find_window(windows_of(model->session), opt.window);
+                if (!found) return found.error();
+                window = *found;
+            }
+            analyzer.set_processes(std::move(model).value(), window);
         }
     }
-    if (opt.filter.command && !analyzer.has_processes())
-        return Error{artifact, {}, 0, "--command needs the timeline beside the artifact (.MemtrackTimeline.msgpack)"};
+    for (const auto& [needed, option] : {std::pair{bool(opt.filter.command), "--command"},
+                                         std::pair{!opt.window.empty() || opt.windows, "--window and --windows"}})
+        if (needed && !analyzer.has_processes())
+            return Error{artifact, {}, 0,
+                         std::string(option) + " needs the timeline beside the artifact (.MemtrackTimeline.msgpack)"};
     std::optional<Progress> progress;
     if (opt.progress) progress.emplace(artifact);
     // Events reach the analyzer kLookahead events after their prefetch() and half as many

@@ -23,6 +23,8 @@ struct LoadOptions {
     // (Processes.hpp); off: the artifact alone, as if there were none.
     bool use_timeline = true;
     FilterOptions filter;
+    std::string window;    // --window N|NAME: every figure narrowed to that window (Windows.hpp)
+    bool windows = false;  // --windows: the report lists them (needs the timeline)
     uint64_t temporary_threshold = 1;
     bool progress = false;  // a progress line on stderr (on a terminal, past a second)
 };

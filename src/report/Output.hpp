@@ -15,6 +15,7 @@ struct OutputOptions {
     bool colour = false;      // text: ANSI colours (only on a terminal)
     Cost cost = Cost::Peak;   // folded
     std::string title;        // html, speedscope: what was profiled (the artifact's name)
+    bool windows = false;     // text, json: the windows section (--windows)
 };
 
 std::string text_report(const Analysis& a, const OutputOptions& o);

@@ -1,5 +1,7 @@
 #include "report/Sites.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace memtrack::report {
@@ -35,7 +37,14 @@ uint32_t SiteTable::site_for(uint64_t hash) {
     peaks_.emplace_back();
     exited_.emplace_back();
     info_.push_back({hash, frames});
+    pids_.emplace_back();
     return *site;
+}
+
+void SiteTable::add_pid(uint32_t index, int32_t pid) {
+    std::vector<int32_t>& pids = pids_[index];
+    auto at = std::lower_bound(pids.begin(), pids.end(), pid);
+    if (at == pids.end() || *at != pid) pids.insert(at, pid);
 }
 
 std::vector<Site> SiteTable::sites() const {
@@ -44,7 +53,7 @@ std::vector<Site> SiteTable::sites() const {
     for (size_t i = 0; i < counters_.size(); ++i) {
         const SiteCounters& c = counters_[i];
         out.push_back(Site{c.live_bytes + exited_[i].bytes, c.live_blocks + exited_[i].blocks, peaks_[i].bytes, peaks_[i].blocks, c.calls, c.bytes,
-                           c.temporary_calls, c.temporary_bytes, info_[i].hash, info_[i].frames});
+                           c.temporary_calls, c.temporary_bytes, info_[i].hash, pids_[i], info_[i].frames});
     }
     return out;
 }

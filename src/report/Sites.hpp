@@ -35,6 +35,7 @@ struct Site {
     uint64_t temporary_calls = 0;  // blocks freed soon after they were made (TemporaryDetector)
     uint64_t temporary_bytes = 0;
     uint64_t hash = 0;                           // the first stack_hash seen of it; 0: without a stack
+    std::vector<int32_t> pids;                   // the processes that allocated here, by pid
     const StackFrames* frames = nullptr;  // innermost first; null when the stacks file lacks it
 };
 
@@ -49,6 +50,7 @@ struct alignas(64) SiteCounters {
     uint64_t temporary_calls = 0;
     uint64_t temporary_bytes = 0;
     bool no_frames = false;  // Site::frames is null
+    int32_t last_pid = 0;    // the process of its latest allocation (SiteTable::ran_in), in the padding
 };
 static_assert(sizeof(SiteCounters) == 64);
 
@@ -82,6 +84,13 @@ public:
     SitePeak& peak(uint32_t index) { return peaks_[index]; }
     // What the site had live when its process exited (leaked), apart from what is live now.
     SitePeak& exited(uint32_t index) { return exited_[index]; }
+    // Site `index` (its counters `c`) allocated in process `pid`. Runs of one process are the
+    // rule: only a change of process looks at the site's list.
+    void ran_in(uint32_t index, SiteCounters& c, int32_t pid) {
+        if (c.last_pid == pid) return;
+        c.last_pid = pid;
+        add_pid(index, pid);
+    }
 
     size_t size() const { return counters_.size(); }
     // Every site, in order of first allocation.
@@ -115,6 +124,8 @@ private:
     std::vector<SitePeak> peaks_;
     std::vector<SitePeak> exited_;
     std::vector<Info> info_;
+    std::vector<std::vector<int32_t>> pids_;  // per site, sorted
+    void add_pid(uint32_t index, int32_t pid);
 };
 
 }  // namespace memtrack::report

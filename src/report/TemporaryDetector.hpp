@@ -26,6 +26,9 @@ public:
     }
     // Whether a block stamped `s` is temporary if it is freed now.
     bool is_temporary(const Stamp& s) const { return counts_[s.thread] - s.seq <= threshold_; }
+    // Allocations so far, per thread index: a block stamped (thread, seq) came after this point
+    // when its seq is above the thread's count (or its thread is not in it yet).
+    const std::vector<uint64_t>& counts() const { return counts_; }
 
 private:
     uint64_t threshold_;

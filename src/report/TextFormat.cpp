@@ -1,4 +1,5 @@
 // --format text: a header with the totals, then the top sites of each section.
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "report/FrameNames.hpp"
@@ -43,6 +44,25 @@ void frames_text(const Site& s, const Style& st, std::string& out) {
     if (s.frames->size() > n) out += fmt::format("      ... {} more frames\n", s.frames->size() - n);
 }
 
+// "in: 100 (sh -c make), 101 (cc1 x.c)": the processes the site allocated in, by pid, with their
+// command lines when the timeline gave them; the first few, then how many more.
+void processes_text(const Analysis& a, const Site& s, std::string& out) {
+    constexpr size_t kShown = 4;
+    constexpr size_t kCommand = 60;  // characters of a command line
+    std::string line;
+    for (size_t i = 0; i < s.pids.size() && i < kShown; ++i) {
+        const int32_t pid = s.pids[i];
+        line += i == 0 ? fmt::format("{}", pid) : fmt::format(", {}", pid);
+        auto p = std::lower_bound(a.processes.begin(), a.processes.end(), pid,
+                                  [](const ProcessTotals& x, int32_t y) { return x.pid < y; });
+        if (p == a.processes.end() || p->pid != pid || p->info.command.empty()) continue;
+        const std::string& cmd = p->info.command;
+        line += fmt::format(" ({}{})", cmd.substr(0, kCommand), cmd.size() > kCommand ? "..." : "");
+    }
+    if (s.pids.size() > kShown) line += fmt::format(" and {} more", s.pids.size() - kShown);
+    if (!line.empty()) out += fmt::format("      in {}: {}\n", s.pids.size() == 1 ? "process" : "processes", line);
+}
+
 void section(const Analysis& a, Cost c, std::string_view title, const OutputOptions& o, const Style& st,
              std::string& out) {
     const Ranked r = rank(a.sites, c, o.limit);
@@ -65,6 +85,7 @@ void section(const Analysis& a, Cost c, std::string_view title, const OutputOpti
                                blocks(am.blocks, "call", "calls"));
         else
             out += fmt::format("  #{} {} in {}\n", ++i, bytes_and_human(am.bytes), blocks(am.blocks));
+        processes_text(a, *s, out);
         frames_text(*s, st, out);
     }
     if (r.other_sites > 0) {
@@ -107,6 +128,9 @@ void header(const Analysis& a, const Style& st, std::string& out) {
                            sized ? fmt::format("{}", k.bytes) : "-",
                            sized && a.duration_ns ? human_bytes(uint64_t(double(k.bytes) / seconds)) : "-");
     }
+    // The rule of docs/FORMATS.md, said where users compare per-type counts.
+    if (a.kinds[0].count || a.kinds[size_t(EventKind::Realloc) - size_t(EventKind::Malloc)].count)
+        out += "(realloc(NULL, n) is counted as Malloc, realloc(p, 0) as Free: Realloc is a resize of a block)\n";
     out += fmt::format("heap allocations: {}{}, {} allocated{}, {} frees\n", a.calls, rate(a.calls, a.duration_ns, false),
                        bytes_and_human(a.bytes), rate(a.bytes, a.duration_ns, true), a.frees);
     out += fmt::format("peak live heap: {} in {}, at {}\n", bytes_and_human(a.peak_bytes), blocks(a.peak_blocks),
@@ -122,6 +146,9 @@ void header(const Analysis& a, const Style& st, std::string& out) {
                            bytes_and_human(a.live_at_end_bytes), blocks(a.live_at_end_blocks));
         out += fmt::format("peak RSS (sum over the processes alive; at least the largest process's own): {}\n",
                            bytes_and_human(a.peak_rss_bytes));
+        out += fmt::format("heap vs RSS: {} resident beyond the peak live heap (allocator's free memory, code, "
+                           "stacks, mappings)\n",
+                           bytes_and_human(rss_beyond_heap(a)));
     }
     const double share = a.calls == 0 ? 0.0 : 100.0 * double(a.temporary_calls) / double(a.calls);
     out += fmt::format("temporary: {} of {} allocations ({:.1f} %), {}, freed with at most {} other {} of their "
@@ -161,6 +188,25 @@ void processes_section(const Analysis& a, const Style& st, std::string& out) {
     }
 }
 
+void windows_section(const Analysis& a, const Style& st, std::string& out) {
+    out += '\n';
+    out += st.title("== windows ==");
+    out += '\n';
+    if (a.windows.empty()) {
+        out += "  none: the recording has no enable, disable or mark\n";
+        return;
+    }
+    out += fmt::format("  {:>3} {:<16} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}\n", "#", "name", "start",
+                       "end", "heap peak", "allocated", "allocations", "average", "RSS peak", "leaked");
+    for (const WindowTotals& w : a.windows) {
+        out += fmt::format("  {:>3} {:<16} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}\n", w.number,
+                           w.name.empty() ? "(enabled)" : w.name, w.start_ns ? since_start(a, w.start_ns) : "start",
+                           w.end_ns == UINT64_MAX ? "end" : since_start(a, w.end_ns), human_bytes(w.peak_bytes),
+                           human_bytes(w.bytes), w.calls, w.calls ? human_bytes(w.bytes / w.calls) : "-",
+                           w.rss_peak_bytes ? human_bytes(w.rss_peak_bytes) : "-", human_bytes(w.leaked_bytes));
+    }
+}
+
 }  // namespace
 
 std::string text_report(const Analysis& a, const OutputOptions& o) {
@@ -168,6 +214,7 @@ std::string text_report(const Analysis& a, const OutputOptions& o) {
     std::string out;
     header(a, st, out);
     if (a.has_timeline) processes_section(a, st, out);
+    if (o.windows) windows_section(a, st, out);
     section(a, Cost::Peak, "sites at the peak", o, st, out);
     section(a, Cost::Leaked, a.has_timeline ? "leaks (live at their process's exit, or at the end)" : "leaks (live at exit)",
             o, st, out);

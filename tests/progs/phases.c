@@ -9,6 +9,8 @@
  *   'a'  phase A: PHASES_ROUNDS x (malloc(PHASES_SIZE_A), free), then "done\n"
  *   'b'  phase B: the same with PHASES_SIZE_B, then "done\n"
  *   'c'  phase C: the same with PHASES_SIZE_C, then "done\n"
+ *   'k'  keep: one malloc(PHASES_SIZE_KEEP) left live, then "done\n"
+ *   'f'  free the block 'k' kept (the last one), then "done\n"
  *   'l'  loop: malloc(PHASES_SIZE_LOOP), free, over and over, until the next byte arrives on
  *        stdin (it is left there, to be read as the next command) or stdin is closed; then
  *        "looped <n>\n" with n the number of loop allocations made by this loop
@@ -43,8 +45,10 @@
 #define PHASES_SIZE_B 22222u
 #define PHASES_SIZE_C 33333u
 #define PHASES_SIZE_LOOP 44444u
+#define PHASES_SIZE_KEEP 55555u
 
 static volatile uint64_t local_counter;
+static void *kept;
 
 static void say(const char *text)
 {
@@ -140,6 +144,17 @@ int main(int argc, char **argv)
 			break;
 		case 'c':
 			phase(PHASES_SIZE_C);
+			break;
+		case 'k':
+			kept = malloc(fx_size(PHASES_SIZE_KEEP));
+			FX_REQUIRE(kept != NULL);
+			fx_escape(kept);
+			say("done\n");
+			break;
+		case 'f':
+			free(fx_launder(kept));
+			kept = NULL;
+			say("done\n");
 			break;
 		case 'l':
 		case 'p':

@@ -38,6 +38,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "core/OutputFiles.hpp"
@@ -62,6 +63,7 @@ constexpr uint64_t kSizeA = 11111;
 constexpr uint64_t kSizeB = 22222;
 constexpr uint64_t kSizeC = 33333;
 constexpr uint64_t kSizeLoop = 44444;
+constexpr uint64_t kSizeKeep = 55555;  // 'k' keeps one block of it live, 'f' frees it
 
 // Bounds. Generous: the machine running the suite may be shared and slow; anything near them
 // means something is stuck.
@@ -700,6 +702,21 @@ std::vector<std::string> track_argv(const TempDir& dir, const std::string& sock,
     return argv;
 }
 
+// memtrack tracking the phases fixture with recording off, its socket answering, the fixture
+// ready (its pid in `fixture`), both in `procs`.
+struct PhasesRun : Child {
+    pid_t fixture = 0;
+};
+
+PhasesRun start_disabled_phases(const TempDir& dir, const std::string& sock, Processes& procs) {
+    PhasesRun mt{spawn_child(track_argv(dir, sock, {"--start-disabled"}, {fixture("phases")}), dir / "memtrack.err", procs)};
+    wait_ready(sock, mt, procs);
+    mt.fixture = read_ready(mt, kStartup);
+    procs.add(mt.fixture);
+    procs.add_descendants(mt.pid);
+    return mt;
+}
+
 }  // namespace
 
 TEST_CASE("control: a runner records only the phase between enable and disable, and drain flushes it") {
@@ -707,12 +724,8 @@ TEST_CASE("control: a runner records only the phase between enable and disable, 
     TempDir dir;
     Processes procs;
     const std::string sock = dir / "ctl.sock";
-    Child mt =
-        spawn_child(track_argv(dir, sock, {"--start-disabled"}, {fixture("phases")}), dir / "memtrack.err", procs);
-    wait_ready(sock, mt, procs);
-    const pid_t fx = read_ready(mt, kStartup);
-    procs.add(fx);
-    procs.add_descendants(mt.pid);
+    PhasesRun mt = start_disabled_phases(dir, sock, procs);
+    const pid_t fx = mt.fixture;
 
     run_phase(mt, 'a');  // recording is off
     json::object r = ctl_ok(sock, "enable");
@@ -760,6 +773,119 @@ TEST_CASE("control: a runner records only the phase between enable and disable, 
         last = e.time;
     }
     CHECK(session == std::vector<std::string>{"enable", "mark phase b", "disable"});
+
+    procs.kill_all();
+    CHECK_MESSAGE(procs.leftovers().empty(), "left running:", procs.leftovers());
+}
+
+TEST_CASE("control: report --windows gives each enable..disable window and mark span its own figures") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    Processes procs;
+    const std::string sock = dir / "ctl.sock";
+    PhasesRun mt = start_disabled_phases(dir, sock, procs);
+    const pid_t fx = mt.fixture;
+
+    run_phase(mt, 'a');            // off: in no window
+    ctl_ok(sock, "enable");        // window 1 opens
+    ctl_ok(sock, "mark", std::nullopt, "bench_b");  // window 2
+    run_phase(mt, 'b');            // 100 x (malloc 22222, free)
+    ctl_ok(sock, "mark", std::nullopt, "bench_k");  // window 2 ends, window 3 opens
+    run_phase(mt, 'k');            // one 55555 kept live
+    ctl_ok(sock, "disable");       // windows 1 and 3 end
+    run_phase(mt, 'c');            // off
+    ctl_ok(sock, "enable");        // window 4
+    run_phase(mt, 'c');            // 100 x (malloc 33333, free), the kept block still live
+    run_phase(mt, 'f');            // frees the block window 1 and 3 kept
+    ctl_ok(sock, "disable");
+    send_text(mt, "q");
+    check_memtrack_exits_0(procs, mt);
+    const auto [artifact, root_pid] = the_artifact(dir / "out");
+    CHECK(root_pid == fx);
+
+    auto report = [&](std::vector<std::string> args) {
+        args.insert(args.begin(), {memtrack_bin(), "report", artifact});
+        return run(args, std::chrono::seconds(120));
+    };
+    RunResult r = report({"--windows", "--format", "json"});
+    REQUIRE_MESSAGE(r.status == 0, r.describe());
+    const json::object j = json::parse(r.out).as_object();
+    const json::array& windows = j.at("windows").as_array();
+    REQUIRE(windows.size() == 4);
+    struct Want {
+        const char* name;
+        uint64_t calls, bytes, peak, leaked, leaked_blocks;
+    };
+    // Each window's heap is the blocks made in it: window 4's peak is one 33333 block, though
+    // the block window 1 kept was live beside it; window 1 leaked that block, though window 4
+    // freed it.
+    const Want want[4] = {{"", 101, 100 * kSizeB + kSizeKeep, kSizeKeep, kSizeKeep, 1},
+                          {"bench_b", 100, 100 * kSizeB, kSizeB, 0, 0},
+                          {"bench_k", 1, kSizeKeep, kSizeKeep, kSizeKeep, 1},
+                          {"", 100, 100 * kSizeC, kSizeC, 0, 0}};
+    const uint64_t process_rss = j.at("processes").at(0).at("rss_peak_bytes").to_number<uint64_t>();
+    for (size_t i = 0; i < 4; ++i) {
+        CAPTURE(i);
+        const json::object& w = windows[i].as_object();
+        CHECK(w.at("number").to_number<uint64_t>() == i + 1);
+        CHECK(w.at("name").as_string() == want[i].name);
+        CHECK(w.at("calls").to_number<uint64_t>() == want[i].calls);
+        CHECK(w.at("bytes").to_number<uint64_t>() == want[i].bytes);
+        CHECK(w.at("average_bytes").to_number<uint64_t>() == want[i].bytes / want[i].calls);
+        CHECK(w.at("peak_bytes").to_number<uint64_t>() == want[i].peak);
+        CHECK(w.at("leaked_bytes").to_number<uint64_t>() == want[i].leaked);
+        CHECK(w.at("leaked_blocks").to_number<uint64_t>() == want[i].leaked_blocks);
+        // The fixture's RSS as last sampled: there, and (sampled to 1 MiB) near its exact mark.
+        const uint64_t rss = w.at("rss_peak_bytes").to_number<uint64_t>();
+        CHECK(rss > 0);
+        CHECK(rss <= process_rss + (uint64_t(1) << 20));
+        CHECK(w.at("end_ns").to_number<uint64_t>() > w.at("start_ns").to_number<uint64_t>());
+    }
+    // Window 1 holds 2 and 3; 2 ends where 3 starts.
+    CHECK(windows[1].at("end_ns") == windows[2].at("start_ns"));
+    CHECK(windows[0].at("end_ns") == windows[2].at("end_ns"));
+
+    // --window narrows every figure: the whole report is then that window's.
+    for (const auto& [key, calls, bytes, peak, leaked] :
+         std::vector<std::tuple<std::string, uint64_t, uint64_t, uint64_t, uint64_t>>{
+             {"bench_b", 100, 100 * kSizeB, kSizeB, 0},
+             {"3", 1, kSizeKeep, kSizeKeep, kSizeKeep},  // freed after the window: left live, so leaked at exit
+             {"4", 100, 100 * kSizeC, kSizeC, 0}}) {
+        CAPTURE(key);
+        RunResult n = report({"--window", key, "--format", "json"});
+        REQUIRE_MESSAGE(n.status == 0, n.describe());
+        const json::object k = json::parse(n.out).as_object();
+        CHECK(k.at("totals").at("calls").to_number<uint64_t>() == calls);
+        CHECK(k.at("totals").at("bytes").to_number<uint64_t>() == bytes);
+        CHECK(k.at("peak").at("bytes").to_number<uint64_t>() == peak);
+        CHECK(k.at("totals").at("live_bytes").to_number<uint64_t>() == leaked);
+        CHECK(k.at("totals").at("unknown_frees").to_number<uint64_t>() == 0);
+        REQUIRE(k.at("windows").as_array().size() == 1);
+        CHECK(k.at("totals").at("peak_rss_bytes") == k.at("windows").at(0).at("rss_peak_bytes"));
+    }
+
+    // The text section, one line per window.
+    r = report({"--windows"});
+    REQUIRE_MESSAGE(r.status == 0, r.describe());
+    CHECK(r.out.find("== windows ==") != std::string::npos);
+    CHECK(r.out.find("bench_k") != std::string::npos);
+
+    // --fail-if per window: by mark name or number.
+    r = report({"--fail-if", "window:bench_k leaked>0", "-o", "/dev/null"});
+    CHECK(r.status == 3);
+    CHECK(r.err.find("window:bench_k leaked>0 holds: window:bench_k leaked = 55555") != std::string::npos);
+    r = report({"--fail-if", "window:bench_b peak>10MiB", "--fail-if", "window:4 calls!=100", "-o", "/dev/null"});
+    CHECK_MESSAGE(r.status == 0, r.describe());
+    r = report({"--fail-if", "window:2 average>=22222", "-o", "/dev/null"});
+    CHECK(r.status == 3);
+    r = report({"--fail-if", "window:nope peak>1", "-o", "/dev/null"});
+    CHECK_MESSAGE(r.status == 1, r.describe());
+    CHECK(r.err.find("no window 'nope'") != std::string::npos);
+    r = report({"--fail-if", "window:bench_b size>1", "-o", "/dev/null"});
+    CHECK_MESSAGE(r.status == 2, r.describe());
+    r = report({"--window", "9"});
+    CHECK_MESSAGE(r.status == 1, r.describe());
+    CHECK(r.err.find("no such window (1 to 4") != std::string::npos);
 
     procs.kill_all();
     CHECK_MESSAGE(procs.leftovers().empty(), "left running:", procs.leftovers());

@@ -102,3 +102,15 @@ TEST_CASE("syscalls: glibc's own mmap, munmap and brk inside malloc and free are
     CHECK(tally(select(t.events, [](const Event& e) { return e.size && *e.size > FX_BIG_SIZE && *e.size <= FX_BIG_SIZE + 8192; })) == "none");
     CHECK(tally(select(mine, [](const Event& e) { return e.type == "Brk"; })) == "none");
 }
+
+TEST_CASE("syscalls: the dynamic loader's own mappings (ld.so.cache, the program's objects) are not recorded") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    // exit3 maps nothing itself: one malloc, then exit 3. The loader mapped libc, the fixture's
+    // objects and /etc/ld.so.cache before main (8 Mmap and 1 Munmap when ld.so was probed).
+    Tracked t = track_and_dump(dir, {fixture("exit3")});
+    CHECK_MESSAGE(t.result.run.status == 3, "memtrack ", t.result.run.describe());
+    CHECK(tally(select(t.events, [](const Event& e) { return e.type == "Mmap" || e.type == "Munmap" || e.type == "Brk"; })) ==
+          "none");
+    CHECK(tally(select(t.events, [](const Event& e) { return e.size && *e.size == FX_EXIT3_SIZE; })) == "Malloc x1");
+}

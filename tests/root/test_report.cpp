@@ -230,11 +230,14 @@ TEST_CASE("report: a recording with known leaks, peak and temporaries, in every 
         CHECK_MESSAGE(t.find("peak live heap: 84437 B (82.5 KiB) in 7 blocks, at ") != std::string::npos, t);
         // The recording has its timeline: leaks are what each process left live at its exit.
         CHECK_MESSAGE(t.find("leaked (live at their process's exit): 36033 B (35.2 KiB) in 3 blocks\n") != std::string::npos, t);
-        CHECK_MESSAGE(t.find("== leaks (live at their process's exit, or at the end) ==\n  #1 36033 B (35.2 KiB) in 3 blocks\n"
-                             "      leak_inner  ") !=
-                          std::string::npos,
+        // Each site names the process it allocated in, with its command line (cut at 60 characters).
+        const std::string cmd = fixture("report_known");
+        const std::string in = "      in process: " + std::to_string(rec.result.root_pid) + " (" +
+                               (cmd.size() > 60 ? cmd.substr(0, 60) + "..." : cmd) + ")\n";
+        CHECK_MESSAGE(t.find("== leaks (live at their process's exit, or at the end) ==\n  #1 36033 B (35.2 KiB) in 3 blocks\n" +
+                             in + "      leak_inner  ") != std::string::npos,
                       t);
-        CHECK_MESSAGE(t.find("== sites at the peak ==\n  #1 48404 B (47.3 KiB) in 4 blocks\n      peak_build  ") !=
+        CHECK_MESSAGE(t.find("== sites at the peak ==\n  #1 48404 B (47.3 KiB) in 4 blocks\n" + in + "      peak_build  ") !=
                           std::string::npos,
                       t);
         CHECK_MESSAGE(t.find("  and 36033 B (35.2 KiB) more from 1 other place (3 blocks)\n") != std::string::npos, t);
@@ -301,8 +304,11 @@ TEST_CASE("report: a recording with known leaks, peak and temporaries, in every 
         // The flamegraph drew the leak site, and the text sections name it.
         CHECK(std::regex_search(dom.out, std::regex("class=\"fg\" title=\"leak_inner \\(35\\.2 KiB, ")));
         CHECK(dom.out.find("== leaks (live at their process's exit, or at the end) ==\n  #1 36033 B (35.2 KiB) in 3 blocks\n"
-                           "      leak_inner") !=
-              std::string::npos);
+                           "      in process: " + std::to_string(rec.result.root_pid) + " (") != std::string::npos);
+        // RSS beside the heap, process starts marked (the tracked command's).
+        CHECK(dom.out.find("class=\"rss\"") != std::string::npos);
+        CHECK(dom.out.find("class=\"pstart\"") != std::string::npos);
+        CHECK(dom.out.find("class=\"pend\"") != std::string::npos);
         CHECK(dom.out.find("class=\"peak\"") != std::string::npos);
 
         std::vector<std::string> shot = base;

@@ -7,6 +7,8 @@
 #include <filesystem>
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -161,4 +163,54 @@ TEST_CASE("timeline: the report ends a heap at its exec (discarded) and at its e
     CHECK(k.at("totals").at("live_bytes").as_int64() == FX_TIMELINE_EXEC_DROP + FX_EXIT3_SIZE);
     CHECK(k.at("peak").at("bytes").as_int64() == FX_TIMELINE_EXEC_DROP + FX_EXIT3_SIZE);
     CHECK_FALSE(k.at("totals").as_object().contains("exec_discarded_bytes"));
+}
+
+TEST_CASE("timeline: 200 short processes at once, each exiting with its own code: every fork, exec and exit, in order") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    constexpr int kChildren = 200;
+    TrackResult t = track(dir, {fixture("exit_many"), std::to_string(kChildren)});
+    REQUIRE_MESSAGE(t.run.status == 0, t.run.describe());
+    const auto all = read_all(memtrack::timeline_path_for(t.artifact));
+    struct Life {
+        uint64_t fork = 0, exec = 0, exit = 0;
+        int code = -1, execs = 0, exits = 0;
+        std::string arg;
+    };
+    std::map<int, Life> children;
+    for (const auto& e : all) {
+        if (e.pid == t.root_pid) continue;
+        if (e.type == Type::Fork) {
+            CHECK(e.parent == t.root_pid);
+            children[e.pid].fork = e.time;
+        }
+        if (e.type == Type::Exec) {
+            Life& l = children[e.pid];
+            ++l.execs;
+            l.exec = e.time;
+            if (e.argv.size() == 3 && e.argv[1] == "child") l.arg = e.argv[2];
+        }
+        if (e.type == Type::Exit) {
+            Life& l = children[e.pid];
+            ++l.exits;
+            l.exit = e.time;
+            l.code = e.code.value_or(-1);
+            CHECK_FALSE(e.signal);
+        }
+    }
+    REQUIRE(children.size() == size_t(kChildren));
+    std::set<int> codes;
+    for (const auto& [pid, l] : children) {
+        CAPTURE(pid);
+        CHECK(l.fork != 0);
+        CHECK(l.execs == 1);
+        CHECK(l.exits == 1);
+        CHECK(l.fork < l.exec);
+        CHECK(l.exec < l.exit);
+        CHECK(std::to_string(l.code) == l.arg);  // the code its own argv asked for
+        codes.insert(l.code);
+    }
+    CHECK(codes.size() == size_t(kChildren));  // distinct: 0 .. 199
+    CHECK(*codes.begin() == 0);
+    CHECK(*codes.rbegin() == kChildren - 1);
 }

@@ -7,6 +7,7 @@
 
 #include "report/Analysis.hpp"
 #include "report/FailIf.hpp"
+#include "report/Output.hpp"
 #include "report/Processes.hpp"
 #include "report/StackTable.hpp"
 
@@ -204,4 +205,131 @@ TEST_CASE("report with a timeline: --fail-if rss_peak, live_at_end, exec_discard
     CHECK(holds.value() == "rss_peak>190KiB holds: rss_peak = 200000");
     CHECK_FALSE(evaluate(parse_fail_if("rss_peak>200KiB").value(), m).value());
     CHECK_FALSE(metrics(analyse(false), nullptr).contains("rss_peak"));
+}
+
+namespace {
+
+TimelineEvent session(Type type, uint64_t t, std::string name = {}) {
+    TimelineEvent e = tl(type, t, 0);
+    e.name = std::move(name);
+    return e;
+}
+
+// The scenario above cut into windows: a disable before any enable (window 1, on from the
+// start), an enable (window 2) with a second enable inside it that changes nothing, a mark
+// inside it (window 3, to the disable), and a mark never closed (window 4, to the end).
+Analysis analyse_windows(std::optional<size_t> window) {
+    std::vector<TimelineEvent> events = timeline();
+    for (TimelineEvent e : {session(Type::Disable, ms(5)), session(Type::Enable, ms(5) + 1),
+                            session(Type::Mark, ms(7) + 1, "m"), session(Type::Enable, ms(10)),
+                            session(Type::Disable, ms(11)), session(Type::Mark, ms(12), "tail")})
+        events.push_back(e);
+    StackTable stacks;
+    Analyzer a(stacks, {}, 1);
+    a.set_processes(build_process_model(events), window);
+    for (const Event& e : kEvents) a.add(e);
+    return std::move(a).finish();
+}
+
+}  // namespace
+
+TEST_CASE("report with a timeline: windows from enable, disable and mark, each with its own heap") {
+    const Analysis a = analyse_windows(std::nullopt);
+    REQUIRE(a.windows.size() == 4);
+    const WindowTotals& w1 = a.windows[0];
+    CHECK(w1.start_ns == 0);
+    CHECK(w1.end_ns == ms(5));
+    CHECK(w1.calls == 2);
+    CHECK(w1.bytes == 6000);
+    CHECK(w1.peak_bytes == 6000);
+    CHECK(w1.leaked_bytes == 6000);  // 101 exited holding 5000; 100 still holds 1000
+    CHECK(w1.leaked_blocks == 2);
+    CHECK(w1.rss_peak_bytes == 12288 + 100000);
+    const WindowTotals& w2 = a.windows[1];
+    CHECK(w2.name.empty());
+    CHECK(w2.start_ns == ms(5) + 1);
+    CHECK(w2.end_ns == ms(11));  // the second enable did not start another window
+    CHECK(w2.calls == 2);
+    CHECK(w2.bytes == 7300);
+    CHECK(w2.peak_bytes == 7000);
+    CHECK(w2.leaked_bytes == 0);  // 7000 dropped by the exec, 300 freed
+    CHECK(w2.rss_peak_bytes == 12288);
+    const WindowTotals& w3 = a.windows[2];
+    CHECK(w3.name == "m");
+    CHECK(w3.end_ns == ms(11));
+    CHECK(w3.calls == 1);
+    CHECK(w3.peak_bytes == 300);
+    CHECK(w3.leaked_bytes == 0);
+    const WindowTotals& w4 = a.windows[3];
+    CHECK(w4.name == "tail");
+    CHECK(w4.end_ns == UINT64_MAX);
+    CHECK(w4.calls == 2);
+    CHECK(w4.bytes == 2001);
+    CHECK(w4.peak_bytes == 2000);  // 103's block left at its exit before 100's byte came
+    CHECK(w4.leaked_bytes == 2000);
+    CHECK(w4.leaked_blocks == 1);
+
+    const Metrics m = metrics(a, nullptr);
+    CHECK(m.at("window:m peak").value == 300);
+    CHECK(m.at("window:3 peak").value == 300);
+    CHECK(m.at("window:2 average").value == 3650);
+    auto c = parse_fail_if("window:tail leaked_blocks>=1,window:2 bytes>1");
+    REQUIRE(c);
+    CHECK((*c)[0].window == "tail");
+    CHECK((*c)[0].metric == "leaked_blocks");
+    auto v = evaluate(*c, m);
+    REQUIRE(v);
+    CHECK(**v == "window:tail leaked_blocks>=1 holds: window:tail leaked_blocks = 1");
+    const auto unknown_window = parse_fail_if("window:x peak>1");
+    CHECK_FALSE(evaluate(unknown_window.value(), m));
+    const auto unknown_metric = parse_fail_if("window:m size>1");
+    CHECK_FALSE(check_window_metrics(unknown_metric.value()));
+    CHECK_FALSE(parse_fail_if("window:peak>1"));
+
+    // The html page's chart data: RSS beside the heap, the windows as bands, process starts and ends.
+    const std::string html = html_report(a, OutputOptions{});
+    const size_t rss_at = html.find("\"rss\":[{\"time_ns\":");  // in buckets, as the heap's timeline
+    REQUIRE(rss_at != std::string::npos);
+    const std::string rss = html.substr(rss_at, html.find(']', rss_at) - rss_at);
+    CHECK(rss.find("\"bytes\":12288}") != std::string::npos);
+    CHECK(rss.find("\"bytes\":112288}") != std::string::npos);  // 100's and 101's at 3 ms
+    CHECK(html.find("\"windows\":[{\"number\":1,\"name\":\"\",\"start_ns\":0,\"end_ns\":5000000},") != std::string::npos);
+    CHECK(html.find("{\"number\":4,\"name\":\"tail\",\"start_ns\":12000000,\"end_ns\":null}]") != std::string::npos);
+    CHECK(html.find("{\"pid\":101,\"start_ns\":1000000,\"end_ns\":4000000}") != std::string::npos);
+    CHECK(html.find("{\"pid\":100,\"start_ns\":0,\"end_ns\":16000000}") != std::string::npos);
+    const auto windows = windows_of(build_process_model(timeline()).session);
+    CHECK(windows.empty());
+    CHECK(find_window(a.windows, "m").value() == 2);
+    CHECK(find_window(a.windows, "4").value() == 3);
+    CHECK_FALSE(find_window(a.windows, "5"));
+    CHECK_FALSE(find_window(a.windows, "nope"));
+}
+
+TEST_CASE("report with a timeline and --window: every figure is that window's") {
+    const Analysis a = analyse_windows(2);  // "m": ms(7)+1 .. ms(11)
+    CHECK(a.calls == 1);
+    CHECK(a.bytes == 300);
+    CHECK(a.peak_bytes == 300);
+    CHECK(a.unknown_frees == 0);
+    REQUIRE(a.windows.size() == 1);
+    CHECK(a.windows[0].number == 3);
+    CHECK(a.peak_rss_bytes == 12288);  // the window's, not 101's mark from before it
+    std::vector<int32_t> pids;
+    for (const auto& p : a.processes) pids.push_back(p.pid);
+    CHECK(pids == std::vector<int32_t>{100, 102});  // 101 ended before, 103 started at its end
+}
+
+TEST_CASE("report with a timeline: every site names the processes it allocated in, with their command lines") {
+    const Analysis a = analyse(true);
+    REQUIRE(a.sites.size() == 1);  // no stacks: one site
+    CHECK(a.sites[0].pids == std::vector<int32_t>{100, 101, 102, 103});
+    const std::string text = text_report(a, OutputOptions{});
+    CHECK(text.find("      in processes: 100 (sh -c tree), 101 (sh -c tree), 102 (true x), 103 (sh -c tree)\n") !=
+          std::string::npos);
+    FilterOptions f;
+    f.pids = {102};
+    const Analysis one = analyse(true, f);
+    REQUIRE(one.sites.size() == 1);
+    CHECK(one.sites[0].pids == std::vector<int32_t>{102});
+    CHECK(text_report(one, OutputOptions{}).find("      in process: 102 (true x)\n") != std::string::npos);
 }
