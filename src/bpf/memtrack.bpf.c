@@ -245,6 +245,7 @@ __noinline __u64 stack_hash(struct mt_stack_record *s, __u32 nr, __u32 tgid)
 }
 
 #include "cfi_walk.h"
+#include "python_walk.h"
 
 /* pid's number in memtrack's pid namespace; 0 when it has none there (not one of its descendants). */
 static __always_inline __u32 ns_nr(struct pid *pid)
@@ -560,6 +561,17 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 	}
 	if (nr > max_frames)
 		nr = max_frames;
+	/*
+	 * The interpreter's frames go after the native ones: a stack that differs only in them is
+	 * another stack (its own hash), which the kept chain, keyed by native frames, cannot know.
+	 */
+	__u32 with_python = python_walk(v, nr, tgid);
+	const bool python = with_python != nr;
+	if (python) {
+		nr = with_python;
+		s->hash = 0;
+		known = 0;
+	}
 	t = part_end(MT_COUNTER_PART_WALK_NS, t);
 	/* A walk answered by a kept chain, or kept as one, left its hash in s->hash. */
 	__u64 h = s->hash ? s->hash : stack_hash(s, nr, tgid);
@@ -599,18 +611,20 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 	s->pid = tgid;
 	s->nr = nr;
 	s->flags = 0;
-	if (new_maps) {
+	if (new_maps)
 		s->flags = MT_STACK_NEW_MAPS;
-		/* Paused until the Symbolizer has read its mappings, so a quick exit cannot beat it. */
-		if (hold_current(tgid, MT_HOLD_SNAPSHOT, false))
-			s->flags |= MT_STACK_HELD;
-	}
+	/*
+	 * Paused until the Symbolizer has read its mappings, or the code objects its Python frames
+	 * name (which live in its memory only), so a quick exit cannot beat it.
+	 */
+	if ((new_maps || python) && hold_current(tgid, MT_HOLD_SNAPSHOT, false))
+		s->flags |= MT_STACK_HELD;
 	bpf_dynptr_write(&out, 0, s, record_bytes, 0);
 	/*
 	 * A wake-up costs the producer more than the record (an irq_work per record): below the mark
 	 * the consumer's timer reads the ring. A held process waits for its record to be read: it wakes.
 	 */
-	__u64 wake = new_maps ? BPF_RB_FORCE_WAKEUP
+	__u64 wake = (new_maps || (s->flags & MT_STACK_HELD)) ? BPF_RB_FORCE_WAKEUP
 		     : bpf_ringbuf_query(&stacks, BPF_RB_AVAIL_DATA) < stack_wakeup_bytes ? BPF_RB_NO_WAKEUP : 0;
 	bpf_ringbuf_submit_dynptr(&out, wake);
 	count(MT_COUNTER_STACKS_SENT);

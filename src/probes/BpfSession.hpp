@@ -101,6 +101,7 @@ public:
     // The CFI walker's maps (src/bpf/unwind.h): every object's rows, each process's mappings.
     int unwind_rows_fd() const;
     int unwind_procs_fd() const;
+    int python_procs_fd() const;  // python_walk.h's python_procs
     uint32_t unwind_rows_capacity() const;
     int holds_map_fd() const;
     int held_map_fd() const;
