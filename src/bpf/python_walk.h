@@ -66,6 +66,8 @@ __noinline __u32 python_walk(struct stack_scratch_value *v, __u32 nr, __u32 tgid
 {
 	if (!v)
 		return 0;
+	if (!python_frames)
+		return nr;
 	/* Through the scratch value: a masked index past the record stays inside its spare frames. */
 	struct mt_stack_record *s = &v->rec;
 	struct mt_python_proc *p = bpf_map_lookup_elem(&python_procs, &tgid);

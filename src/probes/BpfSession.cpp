@@ -124,6 +124,7 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
     s->skel_->rodata->capture_stacks = cfg.capture_stacks;
     s->skel_->rodata->max_frames = cfg.max_frames;
     s->skel_->rodata->time_parts = cfg.time_parts;
+    s->skel_->rodata->python_frames = cfg.python_frames;
     s->skel_->rodata->record_rss = cfg.record_rss;
     s->skel_->rodata->rss_granularity = cfg.rss_granularity;
     const bool cfi = cfg.capture_stacks && cfg.unwind_cfi;

@@ -42,6 +42,7 @@ struct BpfConfig {
     bool capture_stacks = true;
     bool place_probes = true;   // ProbePlacement; off: every probe at its function's entry
     uint32_t max_frames = 64;
+    bool python_frames = true;  // CPython's frames in stacks (bpf/python_walk.h)
     bool time_parts = false;  // the return program times its parts (MT_COUNTER_PART_*)
     // The timeline's RSS records (src/bpf/rss.h): off, none; a record when a counter moves by
     // max(rss_granularity, 1/64 of it); 0: every change.
