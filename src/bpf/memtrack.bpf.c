@@ -1132,6 +1132,12 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		bpf_map_update_elem(&unwind_procs, &child_tgid, maps, BPF_ANY);
 	else
 		bpf_map_delete_elem(&unwind_procs, &child_tgid);
+	/* And the same Python runtime at the same address (python_walk.h). */
+	struct mt_python_proc *py = bpf_map_lookup_elem(&python_procs, &parent_tgid);
+	if (py)
+		bpf_map_update_elem(&python_procs, &child_tgid, py, BPF_ANY);
+	else
+		bpf_map_delete_elem(&python_procs, &child_tgid);
 	emit(MT_KIND_FORK, child_tgid, 0, 0, 0);
 	if (per_process_links)
 		hold_for_probes(parent, child, child_tgid);
@@ -1146,6 +1152,7 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	__u32 tgid = current_tgid();
 	bpf_map_delete_elem(&maps_known, &tgid); /* a new image: its mappings must be read again */
 	bpf_map_delete_elem(&unwind_procs, &tgid); /* and described again, while it is held below */
+	bpf_map_delete_elem(&python_procs, &tgid);
 	emit(MT_KIND_EXEC, 0, 0, 0, 0);
 	emit_exec_texts(bprm);
 	/* Its executable (a static one holds its allocator) is probed before its first instruction. */
@@ -1192,6 +1199,7 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	bpf_map_delete_elem(&held, &tgid);
 	bpf_map_delete_elem(&maps_known, &tgid);
 	bpf_map_delete_elem(&unwind_procs, &tgid);
+	bpf_map_delete_elem(&python_procs, &tgid);
 	bpf_map_delete_elem(&tracked, &tgid);
 	emit_record(MT_KIND_EXIT, 0, exit_status(task), 0, 0, false, 0); /* no SIGSTOP to a dying process */
 	return 0;

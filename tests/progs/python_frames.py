@@ -2,6 +2,7 @@
 # (tests/root/test_stacks.cpp): bytearray(N) mallocs N + 1 bytes. Lines are found by their
 # STACK_MARK comments.
 import json
+import os
 import threading
 
 
@@ -32,6 +33,10 @@ def in_thread():
     keep.append(bytearray(1000081))  # STACK_MARK(py-thread)
 
 
+def in_child():
+    keep.append(bytearray(1000099))  # STACK_MARK(py-child)
+
+
 def main():
     keep.append(Store().fill())  # STACK_MARK(py-main-method)
     keep.append(recurse(3))  # STACK_MARK(py-main-recurse)
@@ -40,6 +45,11 @@ def main():
     t = threading.Thread(target=in_thread)
     t.start()
     t.join()
+    pid = os.fork()
+    if pid == 0:
+        in_child()  # STACK_MARK(py-main-fork)
+        os._exit(0)
+    os.waitpid(pid, 0)
 
 
 main()  # STACK_MARK(py-module)

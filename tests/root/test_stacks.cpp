@@ -1466,7 +1466,7 @@ std::vector<std::pair<std::string, int>> python_interpreters() {
 
 }  // namespace
 
-TEST_CASE("stacks: Python frames (3.10-3.13) replace the eval loop's, frame for frame: name, file, line") {
+TEST_CASE("stacks: Python frames (3.10-3.13) replace the eval loop's, frame for frame: name, file, line, in threads and forked children") {
     ROOT_SUITE_GUARD();
     const std::string src = "python_frames.py";
     const std::string script = fixture_source(src);
@@ -1500,6 +1500,8 @@ TEST_CASE("stacks: Python frames (3.10-3.13) replace the eval loop's, frame for 
                              {qual("JSONDecoder", "decode"), json_py, 0},
                              {"loads", "__init__.py", 0}},
                             "py-main-json")},
+            // In a forked child: the parent's runtime, at the same address.
+            {1000100, chain({{"in_child", src, line("py-child")}}, "py-main-fork")},
             {1000082, {{"in_thread", src, line("py-thread")},
                        {qual("Thread", "run"), "threading.py", 0},
                        {qual("Thread", "_bootstrap_inner"), "threading.py", 0},
