@@ -72,6 +72,9 @@ int main(int argc, char** argv) {
     t->add_flag("--debuginfod", track.debuginfod,
                 "ask the servers of DEBUGINFOD_URLS for missing debug info (off: no network requests; a "
                 "server that does not answer stalls symbolization)");
+    t->add_flag("--no-python-frames", track.no_python_frames,
+                "stacks without CPython's frames: the interpreter's eval loop stands for them (measuring aid: "
+                "what reading them costs)");
     t->add_flag("--time-bpf-parts", track.time_bpf_parts,
                 "measuring aid: time each part of the allocation return program (stack walk, hashing, stack "
                 "record, event record) and report the sums in the stats (bpf_parts); adds its own cost");

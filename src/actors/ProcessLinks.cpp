@@ -59,6 +59,7 @@ ProcessLinks::ProcessLinks(asio::io_context& io, BpfSession& bpf, ProcessHolds& 
       holds_(holds),
       unwind_(unwind),
       added_(added),
+      python_(bpf.python_procs_fd()),
       spawns_(open_spawns(bpf.spawns_ring_fd(), &ProcessLinks::on_spawn_record, this), ring_buffer__free),
       spawns_watch_(strand_, ::dup(ring_buffer__epoll_fd(spawns_.get()))),
       backstop_(strand_) {}
@@ -88,9 +89,16 @@ Result<std::vector<ProbedObject>> ProcessLinks::discover(pid_t pid) {
 
 // Its stacks are walked by frame pointer where this fails: logged, and counted by UnwindTables.
 void ProcessLinks::describe_unwind(pid_t pid) {
+    describe_python(pid);
     if (!unwind_) return;
     if (auto r = unwind_->describe(pid); !r && r.error().err != ESRCH && r.error().err != ENOENT)
         log::error("unwind tables for process {}: {}", pid, r.error().message());
+}
+
+// Its Python frames are missing from its stacks where this fails: logged.
+void ProcessLinks::describe_python(pid_t pid) {
+    if (auto r = python_.describe(pid); !r && r.error().err != ESRCH && r.error().err != ENOENT)
+        log::error("python runtime of process {}: {}", pid, r.error().message());
 }
 
 void ProcessLinks::note_probed(pid_t pid, const ProbedObject& o) {
@@ -314,6 +322,7 @@ Result<std::vector<ProbedObject>> ProcessLinks::new_code_objects(pid_t pid, uint
                 if (auto o = examine(a.object, st)) out.push_back(std::move(*o));
                 code.insert(code.end(), a.code.begin(), a.code.end());
             }
+            if (!code.empty()) describe_python(pid);
             if (unwind_ && !code.empty()) {
                 if (auto r = unwind_->describe_added(pid, code); !r && r.error().err != ESRCH && r.error().err != ENOENT)
                     log::error("unwind tables for process {}: {}", pid, r.error().message());
@@ -413,6 +422,7 @@ void ProcessLinks::on_exit(pid_t pid) {
     code_.erase(pid);
     if (unwind_) unwind_->forget(pid);
     if (added_) added_->forget(pid);
+    python_.forget(pid);
 }
 
 }  // namespace memtrack

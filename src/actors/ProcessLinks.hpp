@@ -27,6 +27,8 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "probes/PythonProcs.hpp"
+
 #include "actors/ActorCounters.hpp"
 #include "actors/Messages.hpp"
 #include "core/Result.hpp"
@@ -102,6 +104,7 @@ private:
     void follow_loader(pid_t pid, CodeState& st);
     void note_probed(pid_t pid, const ProbedObject& o);
     void describe_unwind(pid_t pid);
+    void describe_python(pid_t pid);
     void on_spawns();
     void release_spawned(uint32_t pid, uint64_t start_boottime, uint32_t parent);
     void release_new_code(uint32_t pid, uint32_t source);
@@ -117,6 +120,7 @@ private:
     LinkCounters counters_;
     UnwindTables* unwind_;
     AddedCode* added_;
+    PythonProcs python_;
     std::unique_ptr<ring_buffer, void (*)(ring_buffer*)> spawns_;
     boost::asio::posix::stream_descriptor spawns_watch_;
     boost::asio::steady_timer backstop_;

@@ -6,6 +6,7 @@
 
 #include "bpf/hold.h"
 #include "process/ProcessHolds.hpp"
+#include "bpf/python.h"
 #include "bpf/record.h"
 #include "core/Clock.hpp"
 #include "core/Log.hpp"
@@ -29,23 +30,29 @@ Result<void> Symbolizer::finish_file() {
 
 void Symbolizer::read_new_maps(RecordBatch& b) {
     for (const StackSample& s : b.stacks) {
-        if (!(s.flags & MT_STACK_NEW_MAPS)) continue;  // MT_STACK_HELD comes with NEW_MAPS
-        const uint64_t t0 = monotonic_ns();
-        std::optional<std::vector<Mapping>> added;
-        if ((s.flags & MT_STACK_LOADER_CODE) && added_) added = added_->take(s.pid);
-        if (added) {
-            counters_.maps_added_reads.add();
-            b.maps.emplace_back(ProcessMaps::of(s.pid, std::move(*added)), true);
-        } else {
-            counters_.maps_full_reads.add();
-            if (added_) added_->covered(s.pid);
-            auto maps = ProcessMaps::read(s.pid);
-            if (!maps) log::info("mappings of {}: {}", s.pid, maps.error().message());
-            else b.maps.emplace_back(std::move(maps).value());
+        if (s.flags & MT_STACK_NEW_MAPS) {
+            const uint64_t t0 = monotonic_ns();
+            std::optional<std::vector<Mapping>> added;
+            if ((s.flags & MT_STACK_LOADER_CODE) && added_) added = added_->take(s.pid);
+            if (added) {
+                counters_.maps_added_reads.add();
+                ProcessMaps maps = ProcessMaps::of(s.pid, std::move(*added));
+                python_.note_maps(maps, true);
+                b.maps.emplace_back(std::move(maps), true);
+            } else {
+                counters_.maps_full_reads.add();
+                if (added_) added_->covered(s.pid);
+                auto maps = ProcessMaps::read(s.pid);
+                if (!maps) log::info("mappings of {}: {}", s.pid, maps.error().message());
+                else python_.note_maps(*maps), b.maps.emplace_back(std::move(maps).value());
+            }
+            log::info("symbols: mappings of {} read in {:.2f} ms", s.pid, double(monotonic_ns() - t0) / 1e6);
         }
-        // BPF paused the process at its first stack so that this read could not miss it.
+        // The code objects its Python frames name, read while they exist (cached for the strand).
+        for (uint64_t ip : s.ips)
+            if (ip & MT_PY_FRAME) python_.resolve(s.pid, ip);
+        // BPF paused the process at this stack so that these reads could not miss it.
         if ((s.flags & MT_STACK_HELD) && holds_) holds_->release(uint32_t(s.pid), MT_HOLD_SNAPSHOT);
-        log::info("symbols: mappings of {} read in {:.2f} ms", s.pid, double(monotonic_ns() - t0) / 1e6);
     }
 }
 
@@ -65,7 +72,7 @@ void Symbolizer::read_again(int32_t pid) {
     if (added_) added_->covered(pid);
     auto maps = ProcessMaps::read(pid);
     if (!maps) log::info("mappings of {}: {}", pid, maps.error().message());
-    else install(std::move(maps).value());
+    else python_.note_maps(*maps), install(std::move(maps).value());
 }
 
 bool Symbolizer::in_code(int32_t pid, uint64_t ip, std::unordered_set<int32_t>& reread) {
@@ -115,19 +122,39 @@ void Symbolizer::write_batch(const RecordBatch& b) {
         const uint64_t t0 = monotonic_ns();
         if (delay_per_stack_.count() > 0) std::this_thread::sleep_for(delay_per_stack_);
         frames.clear();
-        for (size_t i = 0; i < s.ips.size(); ++i) {
+        // The Python frames (bpf/python.h) follow the native ones.
+        const size_t native_end = size_t(std::find_if(s.ips.begin(), s.ips.end(), [](uint64_t ip) {
+                                                return (ip & MT_PY_FRAME) != 0;
+                                            }) - s.ips.begin());
+        size_t next_py = native_end;
+        // One eval loop's Python frames, innermost first, through the one it was entered with.
+        auto take_python = [&] {
+            while (next_py < s.ips.size()) {
+                const uint64_t slot = s.ips[next_py++];
+                frames.push_back(python_.resolve(s.pid, slot));
+                if (slot & MT_PY_ENTRY) break;
+            }
+        };
+        for (size_t i = 0; i < native_end; ++i) {
             const uint64_t ip = s.ips[i];
             if (!in_code(s.pid, ip, reread)) {
                 // A frame-pointer walk that left the stack reads data as return addresses: what
                 // follows the first one is no more a caller than it is.
                 counters_.stacks_cut_outside_code.add();
-                counters_.frames_cut_outside_code.add(s.ips.size() - i);
+                counters_.frames_cut_outside_code.add(native_end - i);
                 break;
             }
             auto resolved = resolver_->resolve(maps_[s.pid], ip);
+            // The eval loop's frame (or its cold part) stands for the Python frames it ran.
+            if (next_py < s.ips.size() && resolved.back().function.starts_with("_PyEval_EvalFrameDefault")) {
+                take_python();
+                continue;
+            }
             frames.insert(frames.end(), std::make_move_iterator(resolved.begin()),
                           std::make_move_iterator(resolved.end()));
         }
+        // Frames of eval loops the native walk did not reach: outermost, in order.
+        while (next_py < s.ips.size()) take_python();
         encode_stack(s.hash, s.pid, frames, buf_);
         counters_.stacks_unique.add();
         counters_.symbolize_ns.add(monotonic_ns() - t0);

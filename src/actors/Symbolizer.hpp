@@ -22,6 +22,7 @@
 #include "actors/ActorCounters.hpp"
 #include "format/ZstdFileWriter.hpp"
 #include "symbols/ProcessMaps.hpp"
+#include "symbols/PythonCode.hpp"
 #include "symbols/Resolver.hpp"
 
 namespace memtrack {
@@ -64,6 +65,9 @@ private:
     ProcessHolds* holds_;  // null: nothing is ever held for a snapshot (tests)
     AddedCode* added_;
     std::unique_ptr<Resolver> resolver_;
+    // Names the Python frames: read_new_maps reads their code objects while the process is
+    // held, the strand names them from its cache.
+    mutable PythonCode python_;
     std::chrono::microseconds delay_per_stack_;
     SymbolizerCounters counters_;
     std::unordered_map<int32_t, ProcessMaps> maps_;

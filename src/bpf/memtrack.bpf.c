@@ -31,6 +31,8 @@ const volatile bool unwind_cfi = true;
 const volatile __u64 stack_stop_bytes = ~0ULL;   /* the stacks ring's stop watermark */
 /* --time-bpf-parts: the return program times its parts (MT_COUNTER_PART_*); off, no clock is read. */
 const volatile bool time_parts = false;
+/* CPython's frames appended to stacks (python_walk.h); off: the eval loop's frame stands for them. */
+const volatile bool python_frames = true;
 /*
  * 1: user space gives tracked processes allocator links of their own (filtered to the process,
  * so other processes do not even trap), and holds each new process (MT_HOLD_SPAWN) until it
@@ -248,6 +250,7 @@ __noinline __u64 stack_hash(struct mt_stack_record *s, __u32 nr, __u32 tgid)
 }
 
 #include "cfi_walk.h"
+#include "python_walk.h"
 
 /* pid's number in memtrack's pid namespace; 0 when it has none there (not one of its descendants). */
 static __always_inline __u32 ns_nr(struct pid *pid)
@@ -563,6 +566,17 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 	}
 	if (nr > max_frames)
 		nr = max_frames;
+	/*
+	 * The interpreter's frames go after the native ones: a stack that differs only in them is
+	 * another stack (its own hash), which the kept chain, keyed by native frames, cannot know.
+	 */
+	__u32 with_python = python_walk(v, nr, tgid);
+	const bool python = with_python != nr;
+	if (python) {
+		nr = with_python;
+		s->hash = 0;
+		known = 0;
+	}
 	t = part_end(MT_COUNTER_PART_WALK_NS, t);
 	/* A walk answered by a kept chain, or kept as one, left its hash in s->hash. */
 	__u64 h = s->hash ? s->hash : stack_hash(s, nr, tgid);
@@ -604,18 +618,20 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 	s->pid = tgid;
 	s->nr = nr;
 	s->flags = 0;
-	if (new_maps) {
+	if (new_maps)
 		s->flags = MT_STACK_NEW_MAPS | (loader_code ? MT_STACK_LOADER_CODE : 0);
-		/* Paused until the Symbolizer has read its mappings, so a quick exit cannot beat it. */
-		if (hold_current(tgid, MT_HOLD_SNAPSHOT, false))
-			s->flags |= MT_STACK_HELD;
-	}
+	/*
+	 * Paused until the Symbolizer has read its mappings, or the code objects its Python frames
+	 * name (which live in its memory only), so a quick exit cannot beat it.
+	 */
+	if ((new_maps || python) && hold_current(tgid, MT_HOLD_SNAPSHOT, false))
+		s->flags |= MT_STACK_HELD;
 	bpf_dynptr_write(&out, 0, s, record_bytes, 0);
 	/*
 	 * A wake-up costs the producer more than the record (an irq_work per record): below the mark
 	 * the consumer's timer reads the ring. A held process waits for its record to be read: it wakes.
 	 */
-	__u64 wake = new_maps ? BPF_RB_FORCE_WAKEUP
+	__u64 wake = (new_maps || (s->flags & MT_STACK_HELD)) ? BPF_RB_FORCE_WAKEUP
 		     : bpf_ringbuf_query(&stacks, BPF_RB_AVAIL_DATA) < stack_wakeup_bytes ? BPF_RB_NO_WAKEUP : 0;
 	bpf_ringbuf_submit_dynptr(&out, wake);
 	count(MT_COUNTER_STACKS_SENT);
@@ -1142,6 +1158,12 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		bpf_map_update_elem(&unwind_procs, &child_tgid, maps, BPF_ANY);
 	else
 		bpf_map_delete_elem(&unwind_procs, &child_tgid);
+	/* And the same Python runtime at the same address (python_walk.h). */
+	struct mt_python_proc *py = bpf_map_lookup_elem(&python_procs, &parent_tgid);
+	if (py)
+		bpf_map_update_elem(&python_procs, &child_tgid, py, BPF_ANY);
+	else
+		bpf_map_delete_elem(&python_procs, &child_tgid);
 	emit(MT_KIND_FORK, child_tgid, 0, 0, 0);
 	if (per_process_links)
 		hold_for_probes(parent, child, child_tgid);
@@ -1156,6 +1178,7 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	__u32 tgid = current_tgid();
 	bpf_map_delete_elem(&maps_known, &tgid); /* a new image: its mappings must be read again */
 	bpf_map_delete_elem(&unwind_procs, &tgid); /* and described again, while it is held below */
+	bpf_map_delete_elem(&python_procs, &tgid);
 	emit(MT_KIND_EXEC, 0, 0, 0, 0);
 	emit_exec_texts(bprm);
 	/* Its executable (a static one holds its allocator) is probed before its first instruction. */
@@ -1202,6 +1225,7 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	bpf_map_delete_elem(&held, &tgid);
 	bpf_map_delete_elem(&maps_known, &tgid);
 	bpf_map_delete_elem(&unwind_procs, &tgid);
+	bpf_map_delete_elem(&python_procs, &tgid);
 	bpf_map_delete_elem(&tracked, &tgid);
 	emit_record(MT_KIND_EXIT, 0, exit_status(task), 0, 0, false, 0); /* no SIGSTOP to a dying process */
 	return 0;

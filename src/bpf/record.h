@@ -182,7 +182,8 @@ enum mt_arg_reg {
  */
 #define MT_MAX_FRAMES 127
 #define MT_STACK_NEW_MAPS 0x1u /* first stack since the process started, exec'd or mapped code */
-#define MT_STACK_HELD 0x2u     /* this record holds its process (MT_HOLD_SNAPSHOT) until answered */
+#define MT_STACK_HELD 0x2u     /* this record holds its process (MT_HOLD_SNAPSHOT) until answered:
+				  its mappings read (NEW_MAPS), its Python frames' code objects read */
 /* With NEW_MAPS: all the process mapped since its last snapshot, the loader mapped in dlopen. */
 #define MT_STACK_LOADER_CODE 0x4u
 

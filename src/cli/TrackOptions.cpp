@@ -58,6 +58,7 @@ BpfConfig bpf_config(const TrackOptions& opt) {
     cfg.place_probes = !opt.probe_at_entry;
     cfg.max_frames = opt.max_frames;
     cfg.time_parts = opt.time_bpf_parts;
+    cfg.python_frames = !opt.no_python_frames;
     cfg.record_rss = !opt.no_rss;
     cfg.rss_granularity = opt.rss_granularity;
     cfg.unwind_cfi = opt.unwind == "cfi";

@@ -35,6 +35,7 @@ struct TrackOptions {
     // change. --no-rss: none.
     uint64_t rss_granularity = 1ull << 20;
     bool no_rss = false;
+    bool no_python_frames = false;  // stacks without CPython's frames (bpf/python_walk.h)
     bool time_bpf_parts = false;  // the return program times its parts (stats bpf_parts)
     std::string unwind = "cfi";      // how stacks are walked: cfi (the objects' CFI) or fp (frame pointers)
     uint32_t unwind_rows = 1u << 22;  // room for every object's unwind rows

@@ -59,6 +59,7 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
     s->skel_->rodata->capture_stacks = cfg.capture_stacks;
     s->skel_->rodata->max_frames = cfg.max_frames;
     s->skel_->rodata->time_parts = cfg.time_parts;
+    s->skel_->rodata->python_frames = cfg.python_frames;
     s->skel_->rodata->record_rss = cfg.record_rss;
     s->skel_->rodata->rss_granularity = cfg.rss_granularity;
     const bool cfi = cfg.capture_stacks && cfg.unwind_cfi;
@@ -218,6 +219,7 @@ int BpfSession::events_ring_fd() const { return bpf_map__fd(skel_->maps.events);
 int BpfSession::stacks_ring_fd() const { return bpf_map__fd(skel_->maps.stacks); }
 int BpfSession::unwind_rows_fd() const { return bpf_map__fd(skel_->maps.unwind_rows); }
 int BpfSession::unwind_procs_fd() const { return bpf_map__fd(skel_->maps.unwind_procs); }
+int BpfSession::python_procs_fd() const { return bpf_map__fd(skel_->maps.python_procs); }
 uint32_t BpfSession::unwind_rows_capacity() const {
     return skel_->rodata->unwind_cfi ? bpf_map__max_entries(skel_->maps.unwind_rows) : 0;
 }

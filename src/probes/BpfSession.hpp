@@ -43,6 +43,7 @@ struct BpfConfig {
     bool capture_stacks = false;
     bool place_probes = false;  // ProbePlacement; off: every probe at its function's entry
     uint32_t max_frames = 0;
+    bool python_frames = false;  // CPython's frames in stacks (bpf/python_walk.h)
     bool time_parts = false;  // the return program times its parts (MT_COUNTER_PART_*)
     // The timeline's RSS records (src/bpf/rss.h): off, none; a record when a counter moves by
     // max(rss_granularity, 1/64 of it); 0: every change.
@@ -99,6 +100,7 @@ public:
     // The CFI walker's maps (src/bpf/unwind.h): every object's rows, each process's mappings.
     int unwind_rows_fd() const;
     int unwind_procs_fd() const;
+    int python_procs_fd() const;  // python_walk.h's python_procs
     uint32_t unwind_rows_capacity() const;
     int holds_map_fd() const;
     int held_map_fd() const;

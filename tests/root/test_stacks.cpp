@@ -1448,3 +1448,104 @@ TEST_CASE("stacks: with --debuginfod, a process held for its first stack does no
     t.events = dump(t.result.artifact);
     CHECK(tally(with_size(t.events, STK_STRIP_SIZE)) == "Malloc x3");
 }
+
+namespace {
+
+// CPython interpreters to run python_frames.py with: Debian's python3.11 (scripts/deps.sh
+// installs it: never skipped), and pyenv's 3.10-3.13 where this machine has them.
+std::vector<std::pair<std::string, int>> python_interpreters() {
+    std::vector<std::pair<std::string, int>> out = {{"/usr/bin/python3.11", 11}};
+    const char* env = std::getenv("PYENV_ROOT");
+    const char* home = std::getenv("HOME");
+    const fs::path root = env && *env ? fs::path(env) : fs::path(home ? home : "/root") / ".pyenv";
+    for (int minor : {10, 11, 12, 13}) {
+        std::string found;
+        std::error_code ec;
+        for (const auto& d : fs::directory_iterator(root / "versions", ec)) {
+            const std::string name = d.path().filename().string();
+            const fs::path bin = d.path() / "bin" / ("python3." + std::to_string(minor));
+            if (name.starts_with("3." + std::to_string(minor) + ".") && fs::exists(bin)) found = bin.string();
+        }
+        if (found.empty()) MESSAGE("SKIP python 3.", minor, " of pyenv: not installed under ", root.string());
+        else out.emplace_back(found, minor);
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("stacks: Python frames (3.10-3.13) replace the eval loop's, frame for frame: name, file, line, in threads and forked children") {
+    ROOT_SUITE_GUARD();
+    const std::string src = "python_frames.py";
+    const std::string script = fixture_source(src);
+    auto line = [&](const char* mark) { return marked_line(src, mark); };
+    for (const auto& [python, minor] : python_interpreters()) {
+        CAPTURE(python);
+        REQUIRE_MESSAGE(fs::exists(python), python, " is missing: scripts/deps.sh installs it");
+        TempDir dir;
+        Tracked t = track_and_dump(dir, {python, script});
+        CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+        // 3.10's code objects have no qualified name.
+        auto qual = [&](const std::string& cls, const std::string& fn) { return minor >= 11 ? cls + "." + fn : fn; };
+        using Want = std::vector<std::tuple<std::string, std::string, uint64_t>>;  // function, file, line (0: any)
+        // The frames of one of main's calls, then main at that call and the module at main's.
+        auto chain = [&](Want head, const char* main_mark) {
+            head.emplace_back("main", src, line(main_mark));
+            head.emplace_back("<module>", src, line("py-module"));
+            return head;
+        };
+        const std::string json_py = "decoder.py";
+        const std::map<uint64_t, Want> want = {
+            {1000004, chain({{qual("Store", "fill"), src, line("py-method")}}, "py-main-method")},
+            {1000034, chain({{"recurse", src, line("py-recurse-leaf")},
+                             {"recurse", src, line("py-recurse-call")},
+                             {"recurse", src, line("py-recurse-call")},
+                             {"recurse", src, line("py-recurse-call")}},
+                            "py-main-recurse")},
+            {1000038, chain({{"gen", src, line("py-gen")}}, "py-main-gen")},
+            {1000040, chain({{"hook", src, line("py-hook")},
+                             {qual("JSONDecoder", "raw_decode"), json_py, 0},
+                             {qual("JSONDecoder", "decode"), json_py, 0},
+                             {"loads", "__init__.py", 0}},
+                            "py-main-json")},
+            // In a forked child: the parent's runtime, at the same address.
+            {1000100, chain({{"in_child", src, line("py-child")}}, "py-main-fork")},
+            {1000082, {{"in_thread", src, line("py-thread")},
+                       {qual("Thread", "run"), "threading.py", 0},
+                       {qual("Thread", "_bootstrap_inner"), "threading.py", 0},
+                       {qual("Thread", "_bootstrap"), "threading.py", 0}}},
+        };
+        const std::vector<Resolved> resolved = dump_resolved(t.result.artifact);
+        for (const auto& [size, frames] : want) {
+            CAPTURE(size);
+            const auto events = with_size(resolved, size);
+            REQUIRE_MESSAGE(events.size() == 1, events.size(), " allocations of ", size, " bytes");
+            const Resolved& r = events.front();
+            std::vector<ResolvedFrame> py;
+            for (const ResolvedFrame& f : r.frames) {
+                if (f.module == "[python]") py.push_back(f);
+                // The eval loop's frames are replaced by the Python frames they ran.
+                CHECK_MESSAGE(!f.function.starts_with("_PyEval_EvalFrameDefault"), show(r.frames));
+            }
+            REQUIRE_MESSAGE(py.size() == frames.size(), "python frames:", show(py), "\nall:", show(r.frames));
+            for (size_t i = 0; i < frames.size(); i++) {
+                const auto& [fn, file, ln] = frames[i];
+                CHECK_MESSAGE(py[i].function == fn, "frame ", i, ":", show(py));
+                CHECK_MESSAGE(base_name(py[i].file) == file, "frame ", i, ":", show(py));
+                if (ln) CHECK_MESSAGE(py[i].line == ln, "frame ", i, ":", show(py));
+                else CHECK_MESSAGE(py[i].line > 0, "frame ", i, ":", show(py));
+            }
+            // Interleaved: the C code between hook and the decoder (the _json extension's
+            // scanner, which calls object_hook) sits between their frames.
+            if (size == 1000040) {
+                size_t hook_at = 0, decoder_at = 0, json_c = 0;
+                for (size_t i = 0; i < r.frames.size(); i++) {
+                    if (r.frames[i].function == "hook") hook_at = i;
+                    if (r.frames[i].function == qual("JSONDecoder", "raw_decode")) decoder_at = i;
+                    if (r.frames[i].module.find("_json") != std::string::npos) json_c = i;
+                }
+                CHECK_MESSAGE((hook_at < json_c && json_c < decoder_at), show(r.frames));
+            }
+        }
+    }
+}

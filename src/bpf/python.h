@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * CPython frames in stack records, shared by the BPF walk (python_walk.h) and user space
+ * (symbols/PythonCode). A process that maps a CPython runtime (a `python3.N` executable or a
+ * `libpython3.N` library defining `_PyRuntime`) is described in the `python_procs` map: where its
+ * `_PyRuntime` is and the offsets of the fields the walk follows, per minor version
+ * (symbols/PythonLayout.cpp says where they come from).
+ *
+ * A Python frame is one slot of mt_stack_record.ips, after the native frames (innermost first
+ * in both parts): MT_PY_FRAME | the code object's address | the instruction index (code units
+ * from the start of its bytecode) << MT_PY_INDEX_SHIFT, and MT_PY_ENTRY on the outermost frame
+ * one call of the eval loop (`_PyEval_EvalFrameDefault`) ran. User space puts each eval loop's
+ * frames in place of its native frame. A user address is below 2^47, so no return address has
+ * either high bit.
+ */
+#ifndef MEMTRACK_PYTHON_H
+#define MEMTRACK_PYTHON_H
+
+#ifndef __bpf__
+#include <linux/types.h>
+#endif
+
+#define MT_PY_FRAME (1ULL << 63)
+#define MT_PY_ENTRY (1ULL << 62)
+#define MT_PY_INDEX_SHIFT 47
+#define MT_PY_INDEX_MASK 0x7fffULL /* an index that does not fit is MT_PY_INDEX_MASK: unknown */
+#define MT_PY_ADDR_MASK ((1ULL << MT_PY_INDEX_SHIFT) - 1)
+#define MT_PY_MAX_FRAMES 64  /* Python frames one walk may add */
+#define MT_PY_MAX_THREADS 64 /* thread states searched for the allocating thread's */
+
+static inline __u64 mt_py_slot(__u64 code, __u64 index, int entry)
+{
+	if (index > MT_PY_INDEX_MASK)
+		index = MT_PY_INDEX_MASK;
+	return MT_PY_FRAME | (entry ? MT_PY_ENTRY : 0) | (index << MT_PY_INDEX_SHIFT) | (code & MT_PY_ADDR_MASK);
+}
+
+/* How a version keeps its frames. */
+enum mt_py_frames {
+	MT_PY_FRAMES_310 = 1, /* PyFrameObject chain from tstate->frame; int f_lasti; one eval call each */
+	MT_PY_FRAMES_311 = 2, /* _PyInterpreterFrame from tstate->cframe->current_frame; prev_instr; is_entry */
+	MT_PY_FRAMES_312 = 3, /* as 3.11, but each eval call pushes a shim frame owned by the C stack */
+	MT_PY_FRAMES_313 = 4, /* as 3.12, from tstate->current_frame; instr_ptr */
+};
+#define MT_PY_OWNED_BY_CSTACK 3 /* _PyInterpreterFrame.owner of 3.12+'s shim frames */
+
+/* Value of python_procs (key: tgid). Offsets in bytes. */
+struct mt_python_proc {
+	__u64 runtime;        /* address of _PyRuntime in the process */
+	__u32 frames;         /* mt_py_frames */
+	__u16 interp_head;    /* _PyRuntime.interpreters.head */
+	__u16 threads_head;   /* PyInterpreterState.threads.head (3.10: tstate_head) */
+	__u16 tstate_next;    /* PyThreadState.next */
+	__u16 tstate_thread;  /* PyThreadState.thread_id: pthread_self(), the thread's fs base */
+	__u16 tstate_frame;   /* frame (3.10), cframe (3.11, 3.12), current_frame (3.13) */
+	__u16 cframe_current; /* _PyCFrame.current_frame (3.11, 3.12) */
+	__u16 frame_code;     /* f_code (f_executable in 3.13) */
+	__u16 frame_previous; /* previous (f_back in 3.10) */
+	__u16 frame_instr;    /* prev_instr (3.11, 3.12), instr_ptr (3.13), f_lasti (3.10) */
+	__u16 frame_owner;    /* is_entry (3.11), owner (3.12+) */
+	__u16 code_adaptive;  /* PyCodeObject.co_code_adaptive: the bytecode (3.11+) */
+	__u16 pad;
+};
+
+#endif

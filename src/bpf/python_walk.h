@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The allocating thread's Python frames (python.h), appended to a captured stack. Read from the
+ * interpreter's own structures, without its help: _PyRuntime's first interpreter, its thread
+ * states (the one whose thread_id is this thread's pthread_self(), the fs base), that thread
+ * state's frame chain. Included by memtrack.bpf.c.
+ *
+ * Everything read is user memory the interpreter may be changing under another thread's GIL:
+ * each read is checked, a walk ends at the first one that fails, and user space validates what
+ * a slot names before it names it (symbols/PythonCode).
+ */
+#ifndef MEMTRACK_PYTHON_WALK_H
+#define MEMTRACK_PYTHON_WALK_H
+
+#include "python.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct mt_python_proc);
+} python_procs SEC(".maps");
+
+/* The thread state found last for this thread: checked with one read (its thread_id) next time. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u64);
+} python_threads SEC(".maps");
+
+static __always_inline __u64 py_read(__u64 addr)
+{
+	__u64 v = 0;
+	if (bpf_probe_read_user(&v, sizeof(v), (void *)addr) != 0)
+		return 0;
+	return v;
+}
+
+/* This thread's PyThreadState, 0 when it has none (a thread the interpreter does not know). */
+static __always_inline __u64 py_thread_state(const struct mt_python_proc *p, struct task_struct *task)
+{
+	const __u64 self = BPF_CORE_READ(task, thread.fsbase);
+	__u64 *kept = bpf_task_storage_get(&python_threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (kept && *kept && py_read(*kept + p->tstate_thread) == self)
+		return *kept;
+	__u64 interp = py_read(p->runtime + p->interp_head);
+	__u64 t = interp ? py_read(interp + p->threads_head) : 0;
+	for (__u32 i = 0; i < MT_PY_MAX_THREADS && t; i++) {
+		if (py_read(t + p->tstate_thread) == self) {
+			if (kept)
+				*kept = t;
+			return t;
+		}
+		t = py_read(t + p->tstate_next);
+	}
+	return 0;
+}
+
+/*
+ * Appends the Python frames of the current thread to v's nr native frames; returns the new
+ * count. A global function: the verifier checks its loops once.
+ */
+__noinline __u32 python_walk(struct stack_scratch_value *v, __u32 nr, __u32 tgid)
+{
+	if (!v)
+		return 0;
+	if (!python_frames)
+		return nr;
+	/* Through the scratch value: a masked index past the record stays inside its spare frames. */
+	struct mt_stack_record *s = &v->rec;
+	struct mt_python_proc *p = bpf_map_lookup_elem(&python_procs, &tgid);
+	if (!p)
+		return nr;
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 tstate = py_thread_state(p, task);
+	if (!tstate)
+		return nr;
+	const __u32 kind = p->frames;
+	__u64 frame = py_read(tstate + p->tstate_frame);
+	if ((kind == MT_PY_FRAMES_311 || kind == MT_PY_FRAMES_312) && frame)
+		frame = py_read(frame + p->cframe_current);
+	const __u32 first = nr;
+	for (__u32 i = 0; i < MT_PY_MAX_FRAMES && frame; i++) {
+		if (nr >= MT_MAX_FRAMES)
+			break;
+		__u64 code = py_read(frame + p->frame_code);
+		__u64 index;
+		bool entry;
+		if (kind == MT_PY_FRAMES_310) {
+			__s32 lasti = 0;
+			bpf_probe_read_user(&lasti, sizeof(lasti), (void *)(frame + p->frame_instr));
+			index = lasti < 0 ? MT_PY_INDEX_MASK : (__u64)lasti;
+			entry = true;
+		} else {
+			__u8 owner = 0;
+			bpf_probe_read_user(&owner, sizeof(owner), (void *)(frame + p->frame_owner));
+			if (kind != MT_PY_FRAMES_311 && owner == MT_PY_OWNED_BY_CSTACK) {
+				/* The shim an eval call pushed: the frame before it was that call's outermost. */
+				if (nr > first) {
+					__u32 last = nr - 1;
+					asm volatile("" : "+r"(last));
+					s->ips[last & MT_MAX_FRAMES] |= MT_PY_ENTRY;
+				}
+				frame = py_read(frame + p->frame_previous);
+				continue;
+			}
+			__u64 instr = py_read(frame + p->frame_instr);
+			__u64 base = code + p->code_adaptive;
+			index = instr >= base ? (instr - base) / 2 : MT_PY_INDEX_MASK;
+			entry = kind == MT_PY_FRAMES_311 && owner;
+		}
+		if (!code)
+			break;
+		/* Masked out of the compiler's sight: it knows nr < MT_MAX_FRAMES, the verifier may not. */
+		__u32 at = nr;
+		asm volatile("" : "+r"(at));
+		s->ips[at & MT_MAX_FRAMES] = mt_py_slot(code, index, entry);
+		nr++;
+		frame = py_read(frame + p->frame_previous);
+	}
+	return nr;
+}
+
+#endif

@@ -1,0 +1,55 @@
+#include "probes/PythonProcs.hpp"
+
+#include <bpf/bpf.h>
+
+#include "bpf/python.h"
+#include "core/Log.hpp"
+#include "probes/ElfSymbols.hpp"
+#include "symbols/ElfFile.hpp"
+#include "symbols/ProcessMaps.hpp"
+#include "symbols/PythonLayout.hpp"
+
+namespace memtrack {
+
+std::optional<uint64_t> PythonProcs::runtime_vaddr(const std::string& path, uint64_t dev, uint64_t ino) {
+    auto [it, fresh] = runtime_by_file_.try_emplace({dev, ino});
+    if (!fresh) return it->second;
+    auto elf = ElfSymbols::load(path, {"_PyRuntime"});
+    if (!elf) log::info("python: {}: {}", path, elf.error().message());
+    else it->second = elf->object_vaddr("_PyRuntime");
+    return it->second;
+}
+
+Result<void> PythonProcs::describe(pid_t pid) {
+    auto maps = ProcessMaps::read(pid);
+    if (!maps) return maps.error();
+    for (const Mapping& m : maps->mappings()) {
+        if (!m.executable || m.anonymous()) continue;
+        const auto minor = python_minor_from_path(m.path);
+        const PythonLayout* layout = minor ? python_layout(*minor) : nullptr;
+        if (!layout) continue;
+        const auto vaddr = runtime_vaddr(m.path, m.dev, m.inode);
+        if (!vaddr) continue;
+        auto file = open_elf(m.path);
+        if (!file) return file.error();
+        auto segments = load_segments(file->elf.get(), m.path);
+        if (!segments) return segments.error();
+        const auto bias = mapping_bias(*segments, m.start, m.offset);
+        if (!bias) continue;
+        mt_python_proc p = layout->walk;
+        p.runtime = *vaddr + *bias;
+        const uint32_t key = uint32_t(pid);
+        if (::bpf_map_update_elem(procs_fd_, &key, &p, BPF_ANY) != 0) return errno_error("bpf_map_update_elem", "python_procs");
+        log::info("python: process {} runs CPython 3.{} ({}), _PyRuntime at {:#x}", pid, layout->minor, m.path, p.runtime);
+        return {};
+    }
+    forget(pid);
+    return {};
+}
+
+void PythonProcs::forget(pid_t pid) {
+    const uint32_t key = uint32_t(pid);
+    ::bpf_map_delete_elem(procs_fd_, &key);
+}
+
+}  // namespace memtrack

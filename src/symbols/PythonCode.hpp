@@ -1,0 +1,56 @@
+#pragma once
+// Names of the Python frames a stack carries (bpf/python.h): a code object's qualified name,
+// file and the line of an instruction, read from the process's memory (process_vm_readv) with
+// the layout of the CPython version it maps (PythonLayout).
+//
+// Cached by (pid, code object address). A code object can be freed and another one made at its
+// address: each lookup reads the object's header again (one read) and uses the cache only when
+// its type and the name, file and line-table pointers are the ones cached; a new object is
+// accepted only when its type is named "code". A process that has exited keeps what was cached.
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "format/StacksFile.hpp"  // Frame
+#include "symbols/ProcessMaps.hpp"
+
+namespace memtrack {
+
+struct PythonLayout;
+
+inline constexpr const char* kPythonModule = "[python]";
+
+// The line of code unit `index` in a line table: 3.10's co_linetable (pairs of byte-offset and
+// line deltas) when `minor` is 10, PEP 657's location table (3.11+) otherwise. 0 when it has none.
+uint32_t python_line(int minor, const std::string& table, int32_t first_line, uint64_t index);
+
+class PythonCode {
+public:
+    // The frame of Python slot `slot` of a stack of maps.pid(). Never empty-handed: a frame that
+    // cannot be read keeps its module and ip, with function "?".
+    // The process's CPython version comes from the mappings last noted for it (note_maps).
+    // Thread-safe.
+    Frame resolve(int pid, uint64_t slot);
+    // pid's mappings (a new image, new code): which CPython layout its frames have. With
+    // `added_only` (what a dlopen added, AddedCode) a layout found is noted, none found changes
+    // nothing: the interpreter was mapped before.
+    void note_maps(const ProcessMaps& maps, bool added_only = false);
+
+private:
+    struct Code {
+        uint64_t type = 0, filename = 0, name = 0, linetable = 0;
+        int32_t first_line = 0;
+        std::string function, file, table;
+        bool same_object(const Code& o) const {
+            return type == o.type && filename == o.filename && name == o.name && linetable == o.linetable &&
+                   first_line == o.first_line;
+        }
+    };
+    std::mutex mu_;
+    std::map<std::pair<int, uint64_t>, Code> cache_;
+    std::map<int, const PythonLayout*> layouts_;  // nullptr: no CPython runtime mapped
+};
+
+}  // namespace memtrack

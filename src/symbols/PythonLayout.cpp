@@ -1,0 +1,59 @@
+#include "symbols/PythonLayout.hpp"
+
+#include <charconv>
+
+namespace memtrack {
+
+namespace {
+
+// Offsets read from the DWARF of the interpreters pyenv built on this project's machines
+// (3.10.13, 3.11.7, 3.12.1, 3.13.0: `gdb -batch -ex 'print/d (long)&((PyThreadState*)0)->next'
+// libpython3.N.so` and so on), the x86-64 layouts of CPython's Include/cpython/pystate.h,
+// Include/internal/pycore_{runtime,interp,frame}.h, Include/cpython/code.h and
+// Include/cpython/unicodeobject.h of those releases. Within a minor version these structures do
+// not change (CPython's ABI rules for a release series); Debian's 3.11.2 is checked by the root
+// suite's Python test.
+constexpr PythonLayout kLayouts[] = {
+    {10,
+     {0, MT_PY_FRAMES_310, /*interp_head*/ 32, /*threads_head*/ 8, /*next*/ 8, /*thread_id*/ 176,
+      /*frame*/ 24, /*cframe_current*/ 0, /*f_code*/ 32, /*f_back*/ 24, /*f_lasti*/ 96, /*owner*/ 0,
+      /*adaptive*/ 0, 0},
+     104, 112, 0, 40, 120, 48, 72, 56},
+    {11,
+     {0, MT_PY_FRAMES_311, 40, 16, 8, 152, /*cframe*/ 56, /*current_frame*/ 8, /*f_code*/ 32,
+      /*previous*/ 48, /*prev_instr*/ 56, /*is_entry*/ 68, /*co_code_adaptive*/ 184, 0},
+     112, 120, 128, 72, 136, 48, 72, 56},
+    {12,
+     {0, MT_PY_FRAMES_312, 40, 72, 8, 136, /*cframe*/ 56, /*current_frame*/ 0, /*f_code*/ 0,
+      /*previous*/ 8, /*prev_instr*/ 56, /*owner*/ 70, /*co_code_adaptive*/ 192, 0},
+     112, 120, 128, 68, 136, 40, 56, 48},
+    {13,
+     {0, MT_PY_FRAMES_313, 632, 7344, 8, 152, /*current_frame*/ 72, 0, /*f_executable*/ 0,
+      /*previous*/ 8, /*instr_ptr*/ 56, /*owner*/ 70, /*co_code_adaptive*/ 200, 0},
+     112, 120, 128, 68, 136, 40, 56, 48},
+};
+
+}  // namespace
+
+const PythonLayout* python_layout(int minor) {
+    for (const PythonLayout& l : kLayouts)
+        if (l.minor == minor) return &l;
+    return nullptr;
+}
+
+std::optional<int> python_minor_from_path(std::string_view path) {
+    const size_t slash = path.rfind('/');
+    std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
+    if (name.starts_with("lib")) name.remove_prefix(3);
+    if (!name.starts_with("python3.")) return std::nullopt;
+    name.remove_prefix(8);
+    int minor = 0;
+    auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), minor);
+    if (ec != std::errc() || end == name.data()) return std::nullopt;
+    std::string_view rest(end, name.data() + name.size() - end);
+    // python3.11, python3.11d, libpython3.11.so.1.0: nothing else after the number
+    if (!rest.empty() && !rest.starts_with(".so") && rest != "d" && !rest.starts_with("d.so")) return std::nullopt;
+    return minor;
+}
+
+}  // namespace memtrack
