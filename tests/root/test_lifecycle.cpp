@@ -131,24 +131,25 @@ TEST_CASE("lifecycle: SIGCONTs sent to each new child: it is stopped again at on
             " (", short_children, " of them short)");
 }
 
-TEST_CASE("lifecycle: a child stopped and continued by its parent over and over is tracked exactly") {
-    ROOT_SUITE_GUARD();
+// One child allocating FX_LIFE_CHILD n times while its parent (the fixture in `mode`) stops it,
+// traces it or continues it: exact, whatever the parent does.
+static void check_one_busy_child(const char* mode) {
     const unsigned n = 100000;
     TempDir dir;
-    Tracked t = track_and_dump(dir, {fixture("lifecycle"), "stop-loop", std::to_string(n)});
+    Tracked t = track_and_dump(dir, {fixture("lifecycle"), mode, std::to_string(n)});
     CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
     check_common(t);
     check_pairs_per_process(t, FX_LIFE_CHILD, 1, n);
 }
 
+TEST_CASE("lifecycle: a child stopped and continued by its parent over and over is tracked exactly") {
+    ROOT_SUITE_GUARD();
+    check_one_busy_child("stop-loop");
+}
+
 TEST_CASE("lifecycle: a child under ptrace, interrupted over and over by its tracer, is tracked exactly") {
     ROOT_SUITE_GUARD();
-    const unsigned n = 100000;
-    TempDir dir;
-    Tracked t = track_and_dump(dir, {fixture("lifecycle"), "traced", std::to_string(n)});
-    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
-    check_common(t);
-    check_pairs_per_process(t, FX_LIFE_CHILD, 1, n);
+    check_one_busy_child("traced");
 }
 
 TEST_CASE("lifecycle: a vfork child that execs (posix_spawn's way) is tracked exactly") {
