@@ -39,12 +39,8 @@ void Symbolizer::read_new_maps(RecordBatch& b) {
                 ProcessMaps maps = ProcessMaps::of(s.pid, std::move(*added));
                 python_.note_maps(maps, true);
                 b.maps.emplace_back(std::move(maps), true);
-            } else {
-                counters_.maps_full_reads.add();
-                if (added_) added_->covered(s.pid);
-                auto maps = ProcessMaps::read(s.pid);
-                if (!maps) log::info("mappings of {}: {}", s.pid, maps.error().message());
-                else python_.note_maps(*maps), b.maps.emplace_back(std::move(maps).value());
+            } else if (auto maps = read_all(s.pid)) {
+                b.maps.emplace_back(std::move(*maps));
             }
             log::info("symbols: mappings of {} read in {:.2f} ms", s.pid, double(monotonic_ns() - t0) / 1e6);
         }
@@ -67,12 +63,20 @@ void Symbolizer::install(MapsRead read) {
     if (!read.maps.mappings().empty() || !maps_.count(pid)) maps_[pid] = std::move(read.maps);
 }
 
-void Symbolizer::read_again(int32_t pid) {
+std::optional<ProcessMaps> Symbolizer::read_all(int32_t pid) {
     counters_.maps_full_reads.add();
-    if (added_) added_->covered(pid);
+    if (added_) added_->covered(pid);  // before the read: what is published later is not in it
     auto maps = ProcessMaps::read(pid);
-    if (!maps) log::info("mappings of {}: {}", pid, maps.error().message());
-    else python_.note_maps(*maps), install(std::move(maps).value());
+    if (!maps) {
+        log::info("mappings of {}: {}", pid, maps.error().message());
+        return std::nullopt;
+    }
+    python_.note_maps(*maps);
+    return std::move(maps).value();
+}
+
+void Symbolizer::read_again(int32_t pid) {
+    if (auto maps = read_all(pid)) install(std::move(*maps));
 }
 
 bool Symbolizer::in_code(int32_t pid, uint64_t ip, std::unordered_set<int32_t>& reread) {

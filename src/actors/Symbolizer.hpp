@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -57,6 +58,9 @@ private:
     // Mappings read (by read_new_maps, or again here) replace what was known of their process;
     // the loader's additions add to it.
     void install(MapsRead read);
+    // All of pid's mappings, read now (counted; AddedCode and the Python layout told): the one
+    // route for a full read, from read_new_maps and from the strand (read_again).
+    std::optional<ProcessMaps> read_all(int32_t pid);
     void read_again(int32_t pid);
     // Whether `ip` (a return address) lies in code `pid` maps.
     bool in_code(int32_t pid, uint64_t ip, std::unordered_set<int32_t>& reread);
