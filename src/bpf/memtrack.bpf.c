@@ -32,8 +32,6 @@ const volatile bool unwind_cfi = true;
 const volatile __u64 stack_stop_bytes = ~0ULL;   /* the stacks ring's stop watermark */
 /* --time-bpf-parts: the return program times its parts (MT_COUNTER_PART_*); off, no clock is read. */
 const volatile bool time_parts = false;
-/* CPython's frames appended to stacks (python_walk.h); off: the eval loop's frame stands for them. */
-const volatile bool python_frames = true;
 /*
  * 1: user space gives tracked processes allocator links of their own (filtered to the process,
  * so other processes do not even trap), and holds each new process (MT_HOLD_SPAWN) until it

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * What the stack walk (cfi_walk.h, chain_cache.h) takes from its surroundings, and nothing else:
+ * What the stack walks (cfi_walk.h, chain_cache.h, python_walk.h) take from its surroundings, and nothing else:
  * the helpers it calls, the counters it adds to, the record its frames go into (stack_scratch)
  * and stack_hash. In the BPF program these are libbpf's helpers and the program's maps; compiled
  * in user space (no __bpf__), the helpers and maps are declared here for a harness to define
@@ -42,8 +42,12 @@ struct return_instance {
 struct uprobe_task {
 	struct return_instance *return_instances;
 };
+struct thread_struct {
+	__u64 fsbase;
+};
 struct task_struct {
 	struct uprobe_task *utask;
+	struct thread_struct thread;
 };
 struct pt_regs {
 	__u64 ip, sp, bp;
@@ -65,6 +69,8 @@ long bpf_loop(__u32 n, long (*step)(__u64 i, void *ctx), void *ctx, __u64 flags)
 __u32 bpf_get_smp_processor_id(void);
 __u64 bpf_get_current_pid_tgid(void);
 struct task_struct *bpf_get_current_task_btf(void);
+#define BPF_LOCAL_STORAGE_GET_F_CREATE 1
+void *bpf_task_storage_get(struct mt_walk_map *map, struct task_struct *task, void *value, __u64 flags);
 #endif
 
 /* Counters (MT_COUNTER_*), per CPU, read and summed by user space. */

@@ -1,6 +1,7 @@
-// The BPF stack walk (src/bpf/cfi_walk.h, chain_cache.h) replayed without root over captured
-// stacks (tests/replay/README.md): each capture's frames are the ones gdb unwound from the same
-// registers and stack, and the kept-walk cache answers a changed stack word with the new frames.
+// The BPF stack walks (src/bpf/cfi_walk.h, chain_cache.h, python_walk.h) replayed without root
+// over captured stacks (tests/replay/README.md): each capture's frames are the ones gdb unwound
+// from the same registers and stack (and a Python capture's Python frames the script's
+// functions), and the kept-walk cache answers a changed stack word with the new frames.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bpf/python.h"
 #include "bpf/record.h"
 #include "replay/WalkCapture.hpp"
 #include "replay/walk_harness.h"
@@ -43,7 +45,7 @@ std::vector<uint64_t> walk(const WalkCapture& c, ReplayTables& tables, uint32_t 
 }  // namespace
 
 TEST_CASE("replay: walks of captured stacks give gdb's frames") {
-    for (const char* name : {"c_nofp", "twin_x", "twin_y", "python3", "rust"}) {
+    for (const char* name : {"c_nofp", "twin_x", "twin_y", "rust"}) {
         CAPTURE(name);
         const WalkCapture c = capture(name);
         mt_replay_reset();
@@ -53,6 +55,29 @@ TEST_CASE("replay: walks of captured stacks give gdb's frames") {
         CHECK(frames == gdb_pcs(c, c.gdb.size()));
         CHECK(mt_replay_counter(MT_COUNTER_UNWIND_COMPLETE) == 1);
         CHECK(mt_replay_counter(MT_COUNTER_UNWIND_FP_FRAMES) == 0);
+    }
+}
+
+TEST_CASE("replay: python3's native frames are gdb's, its Python frames the script's functions") {
+    // The script: def f(n): return "x" * n; def g(): return [f(1 << 20)]; g()
+    const WalkCapture c = capture("python3");
+    REQUIRE(c.python.runtime != 0);
+    mt_replay_reset();
+    ReplayTables tables;
+    for (int pass = 0; pass < 2; ++pass) {  // the second finds the thread state it kept
+        CAPTURE(pass);
+        const auto frames = walk(c, tables);
+        REQUIRE(frames.size() == c.gdb.size() + 3);
+        CHECK(std::vector<uint64_t>(frames.begin(), frames.begin() + long(c.gdb.size())) == gdb_pcs(c, c.gdb.size()));
+        std::vector<std::string> names;
+        for (size_t i = c.gdb.size(); i < frames.size(); ++i) {
+            CHECK((frames[i] & MT_PY_FRAME) != 0);
+            CHECK(((frames[i] >> MT_PY_INDEX_SHIFT) & MT_PY_INDEX_MASK) != MT_PY_INDEX_MASK);  // an instruction known
+            CHECK(((frames[i] & MT_PY_ENTRY) != 0) == (i + 1 == frames.size()));  // one eval call ran all three
+            const auto name = c.code_names.find(frames[i] & MT_PY_ADDR_MASK);
+            names.push_back(name == c.code_names.end() ? "?" : name->second);
+        }
+        CHECK(names == std::vector<std::string>{"f", "g", "<module>"});
     }
 }
 
@@ -135,6 +160,6 @@ TEST_CASE("replay: the twins, from the same registers with one stack word change
 
 TEST_CASE("replay: a capture file that is not one is refused by line") {
     CHECK_THROWS_WITH(parse_capture("registers 0x1 0x2\n"), doctest::Contains("line 1"));
-    CHECK_THROWS_WITH(parse_capture("stack 0x1000 0x2000\nword 0x3000 0x1\n"), doctest::Contains("line 2"));
+    CHECK_THROWS_WITH(parse_capture("stack 0x1000 0x2000\nword 0x1001 0x1\n"), doctest::Contains("line 2"));
     CHECK_THROWS_WITH(parse_capture("bogus\n"), doctest::Contains("unknown 'bogus'"));
 }

@@ -28,6 +28,12 @@ uint64_t number(std::istringstream& in, size_t line) {
     return v;
 }
 
+int hex_digit(char ch) {
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    return -1;
+}
+
 std::string rest(std::istringstream& in) {
     std::string s;
     std::getline(in >> std::ws, s);
@@ -57,20 +63,36 @@ WalkCapture parse_capture(const std::string& text) {
             if (c.hi < c.lo || (c.lo & 7) || (c.hi & 7) || c.hi - c.lo > (64u << 20))
                 throw std::runtime_error(fmt::format("capture line {}: a bad stack range", at));
             c.words.assign((c.hi - c.lo) / 8, 0);
+        } else if (key == "region") {
+            CapturedRegion r;
+            r.lo = number(in, at);
+            r.hi = number(in, at);
+            if (r.hi < r.lo || (r.lo & 7) || (r.hi & 7) || r.hi - r.lo > (1ull << 30))
+                throw std::runtime_error(fmt::format("capture line {}: a bad region", at));
+            r.words.assign((r.hi - r.lo) / 8, 0);
+            c.regions.push_back(std::move(r));
         } else if (key == "bytes") {
+            // The stack's, or the last region's.
+            std::vector<uint64_t>& words = c.regions.empty() ? c.words : c.regions.back().words;
             const std::string hex = rest(in);
-            if (hex.size() != c.words.size() * 16)
-                throw std::runtime_error(fmt::format("capture line {}: bytes do not fill the stack range", at));
-            for (size_t i = 0; i < c.words.size(); ++i) {
+            if (hex.size() != words.size() * 16)
+                throw std::runtime_error(fmt::format("capture line {}: bytes do not fill their range", at));
+            for (size_t i = 0; i < words.size(); ++i) {
                 uint64_t w = 0;
-                for (int b = 7; b >= 0; --b) w = w << 8 | std::stoul(hex.substr(i * 16 + b * 2, 2), nullptr, 16);
-                c.words[i] = w;
+                for (int b = 7; b >= 0; --b) {
+                    const int hi = hex_digit(hex[i * 16 + b * 2]), lo = hex_digit(hex[i * 16 + b * 2 + 1]);
+                    if (hi < 0 || lo < 0) throw std::runtime_error(fmt::format("capture line {}: not hex", at));
+                    w = w << 8 | uint64_t(hi << 4 | lo);
+                }
+                words[i] = w;
             }
         } else if (key == "word") {
             const uint64_t addr = number(in, at), value = number(in, at);
-            if (addr < c.lo || addr >= c.hi || (addr & 7))
-                throw std::runtime_error(fmt::format("capture line {}: a word outside the stack", at));
-            c.words[(addr - c.lo) / 8] = value;
+            if (addr & 7) throw std::runtime_error(fmt::format("capture line {}: an unaligned word", at));
+            if (addr >= c.lo && addr < c.hi)
+                c.words[(addr - c.lo) / 8] = value;
+            else
+                c.extra[addr] = value;
         } else if (key == "map" || key == "object") {
             CapturedObject o;
             o.start = number(in, at);
@@ -86,6 +108,20 @@ WalkCapture parse_capture(const std::string& text) {
             r.kind = uint8_t(number(in, at));
             r.rbp_off8 = int8_t(int64_t(number(in, at) ^ 0x80) - 0x80);
             c.objects.back().rows.push_back(r);
+        } else if (key == "python") {
+            mt_python_proc& p = c.python;
+            p.runtime = number(in, at);
+            if ((in >> std::ws).eof()) continue;  // raw: the runtime only (walk_record adds the layout)
+            p.frames = uint32_t(number(in, at));
+            for (uint16_t* f : {&p.interp_head, &p.threads_head, &p.tstate_next, &p.tstate_thread, &p.tstate_frame,
+                                &p.cframe_current, &p.frame_code, &p.frame_previous, &p.frame_instr, &p.frame_owner,
+                                &p.code_adaptive})
+                *f = uint16_t(number(in, at));
+        } else if (key == "fsbase") {
+            c.fsbase = number(in, at);
+        } else if (key == "pyname") {
+            const uint64_t code = number(in, at);
+            c.code_names[code] = rest(in);
         } else if (key == "gdb") {
             GdbFrame f;
             f.pc = number(in, at);
@@ -111,6 +147,23 @@ WalkCapture read_capture(const std::string& path) {
     }
 }
 
+bool captured_word(const WalkCapture& c, uint64_t addr, uint64_t& out) {
+    if (addr & 7) return false;
+    if (addr >= c.lo && addr < c.hi) {
+        out = c.words[(addr - c.lo) / 8];
+        return true;
+    }
+    for (const auto& r : c.regions)
+        if (addr >= r.lo && addr < r.hi) {
+            out = r.words[(addr - r.lo) / 8];
+            return true;
+        }
+    const auto it = c.extra.find(addr);
+    if (it == c.extra.end()) return false;
+    out = it->second;
+    return true;
+}
+
 std::string format_capture(const WalkCapture& c, const std::vector<uint64_t>& keep, const std::string& comment) {
     std::string out;
     std::istringstream lines(comment);
@@ -121,6 +174,14 @@ std::string format_capture(const WalkCapture& c, const std::vector<uint64_t>& ke
     addrs.erase(std::unique(addrs.begin(), addrs.end()), addrs.end());
     for (uint64_t a : addrs)
         if (a >= c.lo && a < c.hi && !(a & 7)) out += fmt::format("word {:#x} {:#x}\n", a, c.words[(a - c.lo) / 8]);
+    for (const auto& [a, v] : c.extra) out += fmt::format("word {:#x} {:#x}\n", a, v);
+    if (c.python.runtime) {
+        const mt_python_proc& p = c.python;
+        out += fmt::format("python {:#x} {} {} {} {} {} {} {} {} {} {} {} {}\nfsbase {:#x}\n", p.runtime, p.frames,
+                           p.interp_head, p.threads_head, p.tstate_next, p.tstate_thread, p.tstate_frame, p.cframe_current,
+                           p.frame_code, p.frame_previous, p.frame_instr, p.frame_owner, p.code_adaptive, c.fsbase);
+        for (const auto& [code, name] : c.code_names) out += fmt::format("pyname {:#x} {}\n", code, name);
+    }
     for (const auto& o : c.objects) {
         out += fmt::format("object {:#x} {:#x} {:#x} {}\n", o.start, o.end, o.bias, o.name);
         for (const auto& r : o.rows)
@@ -144,7 +205,14 @@ ReplayTables load_capture(const WalkCapture& c, uint32_t tgid, uint32_t generati
     }
     std::sort(t.maps.begin(), t.maps.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
     mt_replay_process(tgid, generation, t.maps.data(), uint32_t(t.maps.size()), t.rows.data(), uint32_t(t.rows.size()));
-    mt_replay_memory(c.lo, c.hi, reinterpret_cast<const __u64*>(c.words.data()));
+    std::vector<mt_replay_region> regions{{c.lo, c.hi, reinterpret_cast<const __u64*>(c.words.data())}};
+    for (const auto& r : c.regions) regions.push_back({r.lo, r.hi, reinterpret_cast<const __u64*>(r.words.data())});
+    for (const auto& [addr, value] : c.extra) t.extra_words.push_back(value);
+    size_t i = 0;
+    for (const auto& [addr, value] : c.extra)
+        regions.push_back({addr, addr + 8, reinterpret_cast<const __u64*>(&t.extra_words[i++])});
+    mt_replay_memory(regions.data(), uint32_t(regions.size()));
+    if (c.python.runtime) mt_replay_python(&c.python, c.fsbase);
     return t;
 }
 

@@ -2,7 +2,8 @@
 # or realloc of at least MT_WALK_MIN_SIZE bytes called with a function matching MT_WALK_CALLER among its callers, and writes, for each output in
 # MT_WALK_OUT (space-separated; one per successive hit), the raw capture walk_record compacts:
 # the registers as memtrack's uretprobe sees them (after the ret), the stack from sp to the end
-# of its mapping, the process's executable file mappings, and the frames gdb unwinds from there.
+# of its mapping, the process's executable file mappings, and the frames gdb unwinds from there;
+# in a CPython process also _PyRuntime's address, the thread's fs base and the writable mappings.
 import os
 import re
 
@@ -47,6 +48,20 @@ class AllocationFrom(gdb.Breakpoint):
         return False
 
 
+def register(name):
+    return int(gdb.parse_and_eval(name)) & 0xFFFFFFFFFFFFFFFF
+
+
+def python_runtime():
+    """The address of _PyRuntime, 0 in a process that is not CPython."""
+    try:
+        text = gdb.execute("info address _PyRuntime", to_string=True)
+    except gdb.error:
+        return 0
+    found = re.search(r"is at (0x[0-9a-f]+)", text)
+    return int(found.group(1), 16) if found else 0
+
+
 def size(arguments, registers):
     """The size asked: from libc's argument names where its debug information is (a breakpoint
     then lands past the prologue, where the registers may have been reused), else registers."""
@@ -86,9 +101,7 @@ for i, out in enumerate(outputs):
         gdb.execute("continue")
     gdb.execute("finish")
     inferior = gdb.selected_inferior()
-    pc = int(gdb.parse_and_eval("$pc")) & 0xFFFFFFFFFFFFFFFF
-    sp = int(gdb.parse_and_eval("$sp")) & 0xFFFFFFFFFFFFFFFF
-    bp = int(gdb.parse_and_eval("$rbp")) & 0xFFFFFFFFFFFFFFFF
+    pc, sp, bp = register("$pc"), register("$sp"), register("$rbp")
     maps = mappings(inferior.pid)
     stack = next(m for m in maps if m[0] <= sp < m[1])
     lo = sp & ~4095
@@ -100,6 +113,15 @@ for i, out in enumerate(outputs):
         for start, end, perms, offset, path in maps:
             if "x" in perms and path.startswith("/"):
                 f.write(f"map {start:#x} {end:#x} {offset:#x} {path}\n")
+        runtime = python_runtime()
+        if runtime:
+            # A CPython process: what its Python frames are read from (the writable mappings).
+            f.write(f"python {runtime:#x}\n")
+            f.write(f"fsbase {register('$fs_base'):#x}\n")
+            for start, end, perms, offset, path in maps:
+                if perms.startswith("rw") and path not in ("[stack]", "[vvar]") and end - start <= (64 << 20):
+                    f.write(f"region {start:#x} {end:#x}\n")
+                    f.write(f"bytes {bytes(inferior.read_memory(start, end - start)).hex()}\n")
         frame = gdb.newest_frame()
         while frame is not None:
             name = frame.name()

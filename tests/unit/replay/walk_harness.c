@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bpf/cfi_walk.h"
+#include "bpf/python_walk.h"
 
 /* An array map is `entries` values of `size` bytes; a hash map here holds one key at most. */
 struct mt_walk_map {
@@ -24,6 +25,8 @@ static struct mt_unwind_process process;
 static struct walk_scratch walk_scratch_value;
 static struct row_cache_entry row_cache_values[MT_ROW_CACHE_SLOTS];
 static struct chain chain_values[MT_CHAIN_SLOTS];
+static struct mt_python_proc python_proc;
+static __u64 python_thread_kept; /* python_threads' value for the one task */
 
 struct mt_walk_map counters = {counter_values, sizeof(__u64), MT_COUNTER_MAX, false, 0};
 struct mt_walk_map stack_scratch = {&stack_scratch_value, sizeof(stack_scratch_value), 1, false, 0};
@@ -32,14 +35,20 @@ struct mt_walk_map unwind_procs = {&process, sizeof(process), 0, true, 0};
 struct mt_walk_map walk_scratch = {&walk_scratch_value, sizeof(walk_scratch_value), 1, false, 0};
 struct mt_walk_map row_cache = {row_cache_values, sizeof(struct row_cache_entry), MT_ROW_CACHE_SLOTS, false, 0};
 struct mt_walk_map chains = {chain_values, sizeof(struct chain), MT_CHAIN_SLOTS, false, 0};
+struct mt_walk_map python_procs = {&python_proc, sizeof(python_proc), 0, true, 0};
+struct mt_walk_map python_threads = {&python_thread_kept, sizeof(python_thread_kept), 1, false, 0};
 
-static struct {
-	__u64 lo, hi;
-	const __u64 *words;
-} memory;
+/* User memory: regions of captured words, sorted by lo, apart. */
+#define MT_REPLAY_REGIONS 4096
+static struct mt_replay_region regions[MT_REPLAY_REGIONS];
+static __u32 region_count;
+/* The words of successful single reads (not the stack's copies), when logged (mt_replay_log_reads). */
+static __u64 *read_log;
+static __u32 read_log_cap, read_log_count;
+
 static __u64 current_tid;
 static struct uprobe_task no_returns; /* captures are taken without pending uretprobes */
-static struct task_struct current_task = {&no_returns};
+static struct task_struct current_task = {&no_returns, {0}};
 
 void *bpf_map_lookup_elem(struct mt_walk_map *map, const void *key)
 {
@@ -50,14 +59,32 @@ void *bpf_map_lookup_elem(struct mt_walk_map *map, const void *key)
 	return k < map->entries ? (char *)map->data + (size_t)k * map->size : NULL;
 }
 
+/* The region holding addr, or NULL. */
+static const struct mt_replay_region *region_at(__u64 addr)
+{
+	for (__u32 i = 0; i < region_count; i++)
+		if (addr >= regions[i].lo && addr < regions[i].hi)
+			return &regions[i];
+	return NULL;
+}
+
 long bpf_probe_read_user(void *dst, __u32 size, const void *addr)
 {
-	__u64 a = (__u64)addr;
-	if (a < memory.lo || a > memory.hi || size > memory.hi - a) {
-		memset(dst, 0, size); /* as the kernel's helper leaves it */
-		return -14;
+	const __u64 start = (__u64)addr;
+	/* Piece by piece: a read may span regions that touch (words captured one by one). */
+	for (__u64 a = start; a < start + size;) {
+		const struct mt_replay_region *r = region_at(a);
+		if (!r) {
+			memset(dst, 0, size); /* as the kernel's helper leaves it */
+			return -14;
+		}
+		__u64 n = r->hi - a < start + size - a ? r->hi - a : start + size - a;
+		memcpy((char *)dst + (a - start), (const char *)r->words + (a - r->lo), n);
+		a += n;
 	}
-	memcpy(dst, (const char *)memory.words + (a - memory.lo), size);
+	if (read_log && size && size <= 8)
+		for (__u64 w = start & ~7ULL; w < start + size && read_log_count < read_log_cap; w += 8)
+			read_log[read_log_count++] = w;
 	return 0;
 }
 
@@ -80,6 +107,12 @@ __u32 bpf_get_smp_processor_id(void) { return 0; }
 __u64 bpf_get_current_pid_tgid(void) { return current_tid; }
 struct task_struct *bpf_get_current_task_btf(void) { return &current_task; }
 
+void *bpf_task_storage_get(struct mt_walk_map *map, struct task_struct *task, void *value, __u64 flags)
+{
+	(void)task, (void)value, (void)flags;
+	return map->data;
+}
+
 void mt_replay_reset(void)
 {
 	memset(counter_values, 0, sizeof(counter_values));
@@ -91,8 +124,13 @@ void mt_replay_reset(void)
 	unwind_procs.entries = 0;
 	unwind_rows.data = NULL;
 	unwind_rows.entries = 0;
-	memory.lo = memory.hi = 0;
-	memory.words = NULL;
+	memset(&python_proc, 0, sizeof(python_proc));
+	python_procs.entries = 0;
+	python_thread_kept = 0;
+	current_task.thread.fsbase = 0;
+	region_count = 0;
+	read_log = NULL;
+	read_log_cap = read_log_count = 0;
 }
 
 void mt_replay_process(__u32 tgid, __u32 generation, const struct mt_unwind_mapping *maps, __u32 count,
@@ -108,11 +146,30 @@ void mt_replay_process(__u32 tgid, __u32 generation, const struct mt_unwind_mapp
 	unwind_rows.entries = row_count;
 }
 
-void mt_replay_memory(__u64 lo, __u64 hi, const __u64 *words)
+void mt_replay_memory(const struct mt_replay_region *r, __u32 count)
 {
-	memory.lo = lo;
-	memory.hi = hi;
-	memory.words = words;
+	region_count = count < MT_REPLAY_REGIONS ? count : MT_REPLAY_REGIONS;
+	memcpy(regions, r, region_count * sizeof(r[0]));
+}
+
+void mt_replay_python(const struct mt_python_proc *p, __u64 fsbase)
+{
+	python_proc = *p;
+	python_procs.key = unwind_procs.key;
+	python_procs.entries = 1;
+	current_task.thread.fsbase = fsbase;
+}
+
+void mt_replay_log_reads(__u64 *log, __u32 capacity)
+{
+	read_log = log;
+	read_log_cap = capacity;
+	read_log_count = 0;
+}
+
+__u32 mt_replay_logged(void)
+{
+	return read_log_count;
 }
 
 __u32 mt_replay_capture(__u32 tid, __u64 pc, __u64 sp, __u64 bp, __u32 max, __u64 *ips)
@@ -122,6 +179,10 @@ __u32 mt_replay_capture(__u32 tid, __u64 pc, __u64 sp, __u64 bp, __u32 max, __u6
 	current_tid = ((__u64)unwind_procs.key << 32) | tid;
 	s->hash = 0;
 	__u32 nr = cfi_capture(&regs, s, unwind_procs.key, max) & (MT_WALK_KNOWN - 1);
+	/* As capture_stack: native frames cut at max, then the interpreter's. */
+	if (nr > max)
+		nr = max;
+	nr = python_walk(&stack_scratch_value, nr, unwind_procs.key);
 	memcpy(ips, s->ips, nr * sizeof(ips[0]));
 	return nr;
 }

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "WalkCapture.hpp"
+#include "symbols/PythonLayout.hpp"
 #include "unwind/CfiTable.hpp"
 #include "walk_harness.h"
 
@@ -55,15 +56,52 @@ int main(int argc, char** argv) try {
         o.bias = *bias;
         o.rows = std::move(table->rows);
     }
+    if (whole.python.runtime) {
+        // The layout of the CPython whose runtime file is mapped (python3.N, libpython3.N).
+        const PythonLayout* layout = nullptr;
+        for (const auto& o : whole.objects)
+            if (const auto minor = python_minor_from_path(o.name)) layout = python_layout(*minor);
+        if (!layout) throw std::runtime_error("_PyRuntime, but no CPython memtrack walks is mapped");
+        const uint64_t runtime = whole.python.runtime;
+        whole.python = layout->walk;
+        whole.python.runtime = runtime;
+    }
     mt_replay_reset();
     ReplayTables tables = load_capture(whole, 1, 1);
+    std::vector<__u64> logged(1 << 16);
+    mt_replay_log_reads(logged.data(), uint32_t(logged.size()));
     const std::vector<uint64_t> frames = replay_walk(whole);
+    logged.resize(mt_replay_logged());
     const __u64* noted_words = nullptr;
     const uint32_t n_noted = mt_replay_noted(&noted_words);
     const uint64_t* noted = reinterpret_cast<const uint64_t*>(noted_words);
     std::vector<uint64_t> keep(noted, noted + n_noted);
+    keep.insert(keep.end(), logged.begin(), logged.end());
+    // The names of the code objects the Python frames name (read as symbols/PythonCode does not:
+    // only for the test's eyes, ASCII names).
+    if (whole.python.runtime) {
+        const PythonLayout* layout = nullptr;
+        for (const auto& o : whole.objects)
+            if (const auto minor = python_minor_from_path(o.name)) layout = python_layout(*minor);
+        for (uint64_t ip : frames) {
+            if (!(ip & MT_PY_FRAME)) continue;
+            const uint64_t code = ip & MT_PY_ADDR_MASK;
+            uint64_t name = 0, length = 0;
+            if (!captured_word(whole, code + layout->co_name, name) || !captured_word(whole, name + 16, length)) continue;
+            std::string text;
+            for (uint64_t i = 0; i < length && i < 256; i += 8) {
+                uint64_t w = 0;
+                if (!captured_word(whole, (name + layout->ascii_size + i) & ~7ull, w)) break;
+                for (int b = 0; b < 8; ++b) text += char(w >> (8 * b));
+            }
+            whole.code_names[code] = text.substr(0, std::min<uint64_t>(length, text.size()));
+        }
+    }
 
     WalkCapture compact = whole;
+    compact.regions.clear();
+    for (uint64_t a : keep)
+        if (uint64_t v = 0; (a < whole.lo || a >= whole.hi) && captured_word(whole, a, v)) compact.extra[a] = v;
     std::vector<uint64_t> pcs = frames;
     for (const auto& f : whole.gdb) pcs.push_back(f.pc);
     compact.objects.clear();
@@ -87,7 +125,14 @@ int main(int argc, char** argv) try {
         check = parse_capture(text);
         mt_replay_reset();
         check_tables = load_capture(check, 1, 1);
-        if (replay_walk(check) != frames) throw std::runtime_error("the compact capture walks differently");
+        if (const auto again = replay_walk(check); again != frames) {
+            for (size_t i = 0; i < std::max(frames.size(), again.size()); ++i)
+                std::fprintf(stderr, "%3zu  whole %#18llx  compact %#18llx\n", i,
+                             (unsigned long long)(i < frames.size() ? frames[i] : 0),
+                             (unsigned long long)(i < again.size() ? again[i] : 0));
+            std::ofstream(std::string(argv[2]) + ".failed") << text;
+            throw std::runtime_error("the compact capture walks differently (its text: OUT.failed)");
+        }
     }
     std::ofstream(argv[2]) << text;
     for (size_t i = 0; i < std::max(frames.size(), whole.gdb.size()); ++i)
