@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Records stack walks for the unit suite's replay tests (tests/replay/README.md): runs PROG under
-# gdb, stops at the return of each malloc, calloc or realloc (libc's) that has a caller matching REGEX (within 12 frames),
-# (and, with --min-size, asks at least N bytes; with --after, once gdb's breakpoint SPEC has been
-# hit), and writes one compact capture per OUT, in order of the hits (several OUTs: the same process's
-# successive hits, e.g. the twins). Needs gdb and a built tree (build/tests/unit/walk_record).
-#   scripts/record-walk.sh [--min-size N] [--after SPEC] 'COMMENT' REGEX OUT.walk [OUT.walk...] -- PROG [ARGS...]
+# gdb, stops at the return of each malloc, calloc or realloc (libc's) that has a caller matching
+# REGEX within 12 frames (with --min-size: of at least N bytes; with --after: once gdb's
+# breakpoint SPEC has been hit), and writes one compact capture per OUT, in order of the hits
+# (several OUTs: the same process's successive hits, e.g. the twins). Needs gdb and a built tree
+# (build/tests/unit/walk_record).
+#   scripts/record-walk.sh [--min-size N] [--after SPEC] COMMENT REGEX OUT.walk... -- PROG [ARGS...]
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * What the stack walks (cfi_walk.h, chain_cache.h, python_walk.h) take from its surroundings, and nothing else:
- * the helpers it calls, the counters it adds to, the record its frames go into (stack_scratch)
- * and stack_hash. In the BPF program these are libbpf's helpers and the program's maps; compiled
- * in user space (no __bpf__), the helpers and maps are declared here for a harness to define
- * (tests/unit/replay: user memory is a captured stack image, maps are arrays in memory), so the
- * same walk runs over captured stacks in the unit tests.
+ * What the stack walks (cfi_walk.h, chain_cache.h, python_walk.h) take from their surroundings,
+ * and nothing else: the helpers they call, the counters they add to, the record their frames go
+ * into (stack_scratch) and stack_hash. In the BPF program these are libbpf's helpers and the
+ * program's maps; compiled in user space (no __bpf__), the helpers and maps are declared here for
+ * a harness to define (tests/unit/replay: user memory is captured words, maps are plain memory),
+ * so the same walks run over captured stacks in the unit tests.
  */
 #ifndef MEMTRACK_WALK_ENV_H
 #define MEMTRACK_WALK_ENV_H

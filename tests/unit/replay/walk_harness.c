@@ -38,7 +38,7 @@ struct mt_walk_map chains = {chain_values, sizeof(struct chain), MT_CHAIN_SLOTS,
 struct mt_walk_map python_procs = {&python_proc, sizeof(python_proc), 0, true, 0};
 struct mt_walk_map python_threads = {&python_thread_kept, sizeof(python_thread_kept), 1, false, 0};
 
-/* User memory: regions of captured words, sorted by lo, apart. */
+/* User memory: regions of captured words, not overlapping (the stack first). */
 #define MT_REPLAY_REGIONS 4096
 static struct mt_replay_region regions[MT_REPLAY_REGIONS];
 static __u32 region_count;

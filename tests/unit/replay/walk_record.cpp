@@ -56,9 +56,9 @@ int main(int argc, char** argv) try {
         o.bias = *bias;
         o.rows = std::move(table->rows);
     }
+    const PythonLayout* layout = nullptr;
     if (whole.python.runtime) {
         // The layout of the CPython whose runtime file is mapped (python3.N, libpython3.N).
-        const PythonLayout* layout = nullptr;
         for (const auto& o : whole.objects)
             if (const auto minor = python_minor_from_path(o.name)) layout = python_layout(*minor);
         if (!layout) throw std::runtime_error("_PyRuntime, but no CPython memtrack walks is mapped");
@@ -79,10 +79,7 @@ int main(int argc, char** argv) try {
     keep.insert(keep.end(), logged.begin(), logged.end());
     // The names of the code objects the Python frames name (read as symbols/PythonCode does not:
     // only for the test's eyes, ASCII names).
-    if (whole.python.runtime) {
-        const PythonLayout* layout = nullptr;
-        for (const auto& o : whole.objects)
-            if (const auto minor = python_minor_from_path(o.name)) layout = python_layout(*minor);
+    if (layout) {
         for (uint64_t ip : frames) {
             if (!(ip & MT_PY_FRAME)) continue;
             const uint64_t code = ip & MT_PY_ADDR_MASK;
