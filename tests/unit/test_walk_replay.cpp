@@ -158,6 +158,29 @@ TEST_CASE("replay: the twins, from the same registers with one stack word change
     CHECK(mt_replay_counter(MT_COUNTER_UNWIND_COMPLETE) == 6);  // every walk above
 }
 
+TEST_CASE("replay: a pending uretprobe's trampoline in a return slot is read as the address it replaced") {
+    // cfi_twin_x's return address into main replaced by a trampoline (an address no mapping
+    // holds), as a uretprobe on cfi_twin_x would leave it; the thread's return instance names it.
+    WalkCapture c = capture("twin_x");
+    const uint64_t slot = 0x7fffffffe478, trampoline = 0x7fffffffe000;  // the slot twin_x's walk reads main's address from
+    REQUIRE(c.words[(slot - c.lo) / 8] == c.gdb[2].pc);
+    c.words[(slot - c.lo) / 8] = trampoline;
+    const __u64 stack[] = {slot}, orig[] = {c.gdb[2].pc};
+    mt_replay_reset();
+    ReplayTables tables;
+    tables = load_capture(c, 100, 1);
+    CHECK(replay_walk(c) != gdb_pcs(c, c.gdb.size()));  // without the instance, the trampoline is a frame
+    mt_replay_returns(stack, orig, 1);
+    CHECK(replay_walk(c) == gdb_pcs(c, c.gdb.size()));
+    CHECK(replay_walk(c) == gdb_pcs(c, c.gdb.size()));
+    // Kept with the instance it started with: the second was the kept walk's answer.
+    CHECK(mt_replay_counter(MT_COUNTER_UNWIND_CHAINS_MATCHED) == 1);
+    // The instance gone (the probed function returned): the kept walk no longer answers.
+    mt_replay_returns(stack, orig, 0);
+    CHECK(replay_walk(c) != gdb_pcs(c, c.gdb.size()));
+    CHECK(mt_replay_counter(MT_COUNTER_UNWIND_CHAINS_MATCHED) == 1);
+}
+
 TEST_CASE("replay: a capture file that is not one is refused by line") {
     CHECK_THROWS_WITH(parse_capture("registers 0x1 0x2\n"), doctest::Contains("line 1"));
     CHECK_THROWS_WITH(parse_capture("stack 0x1000 0x2000\nword 0x1001 0x1\n"), doctest::Contains("line 2"));

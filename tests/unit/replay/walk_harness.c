@@ -47,8 +47,10 @@ static __u64 *read_log;
 static __u32 read_log_cap, read_log_count;
 
 static __u64 current_tid;
-static struct uprobe_task no_returns; /* captures are taken without pending uretprobes */
-static struct task_struct current_task = {&no_returns, {0}};
+/* The thread's pending uretprobes (none unless mt_replay_returns gave some), innermost first. */
+static struct return_instance returns[MT_CHAIN_RETURNS + 2];
+static struct uprobe_task utask;
+static struct task_struct current_task = {&utask, {0}};
 
 void *bpf_map_lookup_elem(struct mt_walk_map *map, const void *key)
 {
@@ -128,6 +130,7 @@ void mt_replay_reset(void)
 	python_procs.entries = 0;
 	python_thread_kept = 0;
 	current_task.thread.fsbase = 0;
+	utask.return_instances = NULL;
 	region_count = 0;
 	read_log = NULL;
 	read_log_cap = read_log_count = 0;
@@ -158,6 +161,17 @@ void mt_replay_python(const struct mt_python_proc *p, __u64 fsbase)
 	python_procs.key = unwind_procs.key;
 	python_procs.entries = 1;
 	current_task.thread.fsbase = fsbase;
+}
+
+void mt_replay_returns(const __u64 *stack, const __u64 *orig, __u32 count)
+{
+	const __u32 n = count < MT_CHAIN_RETURNS + 2 ? count : MT_CHAIN_RETURNS + 2;
+	for (__u32 i = 0; i < n; i++) {
+		returns[i].stack = stack[i];
+		returns[i].orig_ret_vaddr = orig[i];
+		returns[i].next = i + 1 < n ? &returns[i + 1] : NULL;
+	}
+	utask.return_instances = n ? &returns[0] : NULL;
 }
 
 void mt_replay_log_reads(__u64 *log, __u32 capacity)

@@ -35,6 +35,12 @@ void mt_replay_memory(const struct mt_replay_region *regions, __u32 count);
 /* The process runs CPython (python_walk.h): its description, and the thread's fs base. */
 void mt_replay_python(const struct mt_python_proc *p, __u64 fsbase);
 
+/*
+ * The thread's pending uretprobes, innermost first: the return address at stack[i] was replaced
+ * by the kernel's trampoline and is really orig[i] (at most MT_CHAIN_RETURNS + 2 of them).
+ */
+void mt_replay_returns(const __u64 *stack, const __u64 *orig, __u32 count);
+
 /* From now, the words of each successful user-memory read of at most 8 bytes (not the walk's
  * copies of the stack) go to log (up to capacity). */
 void mt_replay_log_reads(__u64 *log, __u32 capacity);
