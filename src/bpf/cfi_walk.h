@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The user stack walked by the unwind rows user space compiles from each object's CFI
- * (unwind.h), for code built without frame pointers. Included once, by memtrack.bpf.c, after
- * its count().
+ * (unwind.h), for code built without frame pointers. Included once, by memtrack.bpf.c, and
+ * by the unit tests' replay harness: all it uses from outside is walk_env.h's.
  *
  * Each frame: find the process's mapping of the pc, the object's row for it, compute the CFA,
  * read the return address at CFA - 8 and the caller's rbp where the row says. A pc no row
@@ -22,24 +22,15 @@
 #define MEMTRACK_CFI_WALK_H
 
 #include "unwind.h"
+#include "walk_env.h"
 
 /* Every object's rows, one range per object (resized before load, written by user space). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, 1 << 22);
-	__type(key, __u32);
-	__type(value, struct mt_unwind_row);
-} unwind_rows SEC(".maps");
+MT_WALK_MAP(BPF_MAP_TYPE_ARRAY, unwind_rows, __uint(map_flags, BPF_F_MMAPABLE); __uint(max_entries, 1 << 22);
+	    __type(key, __u32); __type(value, struct mt_unwind_row););
 
 /* tgid -> its executable mappings and their rows; copied to a forked child, gone at exec and exit. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 65536);
-	__type(key, __u32);
-	__type(value, struct mt_unwind_process);
-} unwind_procs SEC(".maps");
+MT_WALK_MAP(BPF_MAP_TYPE_HASH, unwind_procs, __uint(map_flags, BPF_F_NO_PREALLOC); __uint(max_entries, 65536);
+	    __type(key, __u32); __type(value, struct mt_unwind_process););
 
 #define MT_STACK_COPY_PAGE 4096
 #define MT_STACK_COPY_BYTES (2 * MT_STACK_COPY_PAGE)
@@ -113,12 +104,8 @@ struct walk_scratch {
 	struct chain_frame frames[MT_CHAIN_FRAMES];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct walk_scratch);
-} walk_scratch SEC(".maps");
+MT_WALK_MAP(BPF_MAP_TYPE_PERCPU_ARRAY, walk_scratch, __uint(max_entries, 1); __type(key, __u32);
+	    __type(value, struct walk_scratch););
 
 /*
  * Always 0, and the verifier cannot know it (user space could write .bss). The frame count
@@ -141,12 +128,9 @@ struct row_cache_entry {
 	struct mt_unwind_row row;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MT_ROW_CACHE_SLOTS); /* resized before load: MT_ROW_CACHE_SLOTS per CPU */
-	__type(key, __u32);
-	__type(value, struct row_cache_entry);
-} row_cache SEC(".maps");
+/* Resized before load: MT_ROW_CACHE_SLOTS per CPU. */
+MT_WALK_MAP(BPF_MAP_TYPE_ARRAY, row_cache, __uint(max_entries, MT_ROW_CACHE_SLOTS); __type(key, __u32);
+	    __type(value, struct row_cache_entry););
 
 struct cfi_walk {
 	__u64 pc, sp, bp;
@@ -884,6 +868,21 @@ __noinline int chain_keep_walk(struct pt_regs *ctx, struct mt_stack_record *s, _
 	chain_keep(kept, scratch, s, n, tgid, scratch->walk_tid, scratch->walk_generation, ctx);
 	scratch->chain_slot = zero;
 	return 0;
+}
+
+/*
+ * s->ips for the registers at an allocator's return: a kept chain's answer, or walked (at most
+ * max frames) and kept. Returns the frames, | MT_WALK_KNOWN when answered by a kept chain whose
+ * stack user space has.
+ */
+static __always_inline __u32 cfi_capture(struct pt_regs *ctx, struct mt_stack_record *s, __u32 tgid, __u32 max)
+{
+	__u32 nr = cfi_walk_stack(ctx, s, tgid);
+	if (nr & (MT_WALK_KNOWN - 1))
+		return nr - 1; /* frames + 1, and the flag above them */
+	nr = walk_frames(ctx, s, tgid, max);
+	chain_keep_walk(ctx, s, tgid, nr);
+	return nr;
 }
 
 /*

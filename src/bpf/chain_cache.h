@@ -72,12 +72,8 @@ struct chain {
 	struct chain_frame frames[MT_CHAIN_FRAMES];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, MT_CHAIN_SLOTS);
-	__type(key, __u32);
-	__type(value, struct chain);
-} chains SEC(".maps");
+MT_WALK_MAP(BPF_MAP_TYPE_PERCPU_ARRAY, chains, __uint(max_entries, MT_CHAIN_SLOTS); __type(key, __u32);
+	    __type(value, struct chain););
 
 static __always_inline __u32 chain_slot(__u32 tid, __u64 pc, __u64 sp)
 {

@@ -13,6 +13,7 @@
 #include "hold.h"
 #include "nesting.h"
 #include "rss.h"
+#include "walk_env.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -31,8 +32,6 @@ const volatile bool unwind_cfi = true;
 const volatile __u64 stack_stop_bytes = ~0ULL;   /* the stacks ring's stop watermark */
 /* --time-bpf-parts: the return program times its parts (MT_COUNTER_PART_*); off, no clock is read. */
 const volatile bool time_parts = false;
-/* CPython's frames appended to stacks (python_walk.h); off: the eval loop's frame stands for them. */
-const volatile bool python_frames = true;
 /*
  * 1: user space gives tracked processes allocator links of their own (filtered to the process,
  * so other processes do not even trap), and holds each new process (MT_HOLD_SPAWN) until it
@@ -130,22 +129,6 @@ struct {
 	__type(value, struct seen_set);
 } seen_stacks SEC(".maps");
 
-/*
- * The stack being captured, per CPU. Spare frames past the record: a copy to a frame index
- * masked with MT_MAX_FRAMES, of a count masked the same way (the verifier's proof of bounds),
- * stays inside the value.
- */
-struct stack_scratch_value {
-	struct mt_stack_record rec;
-	__u64 spare[MT_MAX_FRAMES + 1];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct stack_scratch_value);
-} stack_scratch SEC(".maps");
 
 /*
  * Processes whose mappings user space has read since they started, exec'd or mapped new code.
@@ -172,12 +155,6 @@ struct {
 	__type(value, __u32);
 } tracked SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, MT_COUNTER_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
 
 /* Per-thread state: the nesting frames and the arguments saved between entry and return. */
 struct thread_state {
@@ -197,25 +174,6 @@ struct {
 	__type(value, struct thread_state);
 } threads SEC(".maps");
 
-/* Adds n to counter idx, with *key (the caller's stack) as the lookup's key. */
-static __always_inline void count_add_keyed(__u32 *key, __u32 idx, __u64 n)
-{
-	*key = idx;
-	__u64 *v = bpf_map_lookup_elem(&counters, key);
-	if (v)
-		__sync_fetch_and_add(v, n);
-}
-
-static __always_inline void count_add(__u32 idx, __u64 n)
-{
-	count_add_keyed(&idx, idx, n);
-}
-
-static __always_inline void count(__u32 idx)
-{
-	count_add(idx, 1);
-}
-
 /* With time_parts: the clock now; and the time since `since` added to counter idx (a part's end is the next one's start). */
 static __always_inline __u64 part_clock(void)
 {
@@ -229,24 +187,6 @@ static __always_inline __u64 part_end(__u32 idx, __u64 since)
 	__u64 now = bpf_ktime_get_ns();
 	count_add(idx, now - since);
 	return now;
-}
-
-/*
- * FNV-1a over s's first nr frames, seeded with the process (addresses mean something per
- * process); never 0. A global function: the verifier checks its loop once, not at each caller.
- */
-__noinline __u64 stack_hash(struct mt_stack_record *s, __u32 nr, __u32 tgid)
-{
-	if (!s)
-		return 1;
-	__u64 h = 0xcbf29ce484222325ULL ^ tgid;
-	for (__u32 i = 0; i < MT_MAX_FRAMES; i++) {
-		if (i >= nr)
-			break;
-		h = (h ^ s->ips[i]) * 0x100000001b3ULL;
-	}
-	h ^= h >> 31;
-	return h ? h : 1;
 }
 
 #include "cfi_walk.h"
@@ -546,16 +486,9 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 	__u64 t = part_clock();
 	s->hash = 0;
 	if (unwind_cfi) {
-		/* Answered by a kept chain (frames + 1), or walked and kept. */
-		nr = cfi_walk_stack(ctx, s, tgid);
+		nr = cfi_capture(ctx, s, tgid, max_frames);
 		known = nr & MT_WALK_KNOWN;
 		nr &= MT_WALK_KNOWN - 1;
-		if (nr) {
-			nr--;
-		} else {
-			nr = walk_frames(ctx, s, tgid, max_frames);
-			chain_keep_walk(ctx, s, tgid, nr);
-		}
 	} else {
 		long bytes = bpf_get_stack(ctx, s->ips, sizeof(s->ips), BPF_F_USER_STACK);
 		if (bytes <= 0) {

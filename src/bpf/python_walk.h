@@ -3,7 +3,8 @@
  * The allocating thread's Python frames (python.h), appended to a captured stack. Read from the
  * interpreter's own structures, without its help: _PyRuntime's first interpreter, its thread
  * states (the one whose thread_id is this thread's pthread_self(), the fs base), that thread
- * state's frame chain. Included by memtrack.bpf.c.
+ * state's frame chain. Included by memtrack.bpf.c, and by the unit tests' replay harness (all
+ * it uses from outside is walk_env.h's).
  *
  * Everything read is user memory the interpreter may be changing under another thread's GIL:
  * each read is checked, a walk ends at the first one that fails, and user space validates what
@@ -13,22 +14,17 @@
 #define MEMTRACK_PYTHON_WALK_H
 
 #include "python.h"
+#include "walk_env.h"
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 65536);
-	__type(key, __u32);
-	__type(value, struct mt_python_proc);
-} python_procs SEC(".maps");
+/* CPython's frames appended to stacks (set before load); off: the eval loop's frame stands for them. */
+const volatile bool python_frames = true;
+
+MT_WALK_MAP(BPF_MAP_TYPE_HASH, python_procs, __uint(map_flags, BPF_F_NO_PREALLOC); __uint(max_entries, 65536);
+	    __type(key, __u32); __type(value, struct mt_python_proc););
 
 /* The thread state found last for this thread: checked with one read (its thread_id) next time. */
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, __u64);
-} python_threads SEC(".maps");
+MT_WALK_MAP(BPF_MAP_TYPE_TASK_STORAGE, python_threads, __uint(map_flags, BPF_F_NO_PREALLOC); __type(key, int);
+	    __type(value, __u64););
 
 static __always_inline __u64 py_read(__u64 addr)
 {
