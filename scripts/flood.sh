@@ -93,7 +93,7 @@ done
 
 # The lifecycle stress: the root suite's lifecycle cases, each run checking its exact counts.
 if ((LIFECYCLE)); then
-    "$ROOT/scripts/build.sh" meson-test-prereq
+    "$ROOT/scripts/build.sh" root-prereq
     reps=${REPS:-100}
     busy_pid=""
     trap '[[ -n "$busy_pid" ]] && kill "$busy_pid" 2>/dev/null' EXIT
