@@ -14,6 +14,7 @@ const std::string_view kHtmlHead = R"MTHTML(<!DOCTYPE html>
 <meta charset="utf-8">
 <title>memtrack report</title>
 <style>
+html { overflow-y: scroll; }  /* a scrollbar that comes and goes would change the flamegraph's width */
 body { font: 14px/1.4 system-ui, sans-serif; margin: 16px 24px; color: #222; background: #fff; }
 h1 { font-size: 20px; margin: 0 0 8px; }
 h2 { font-size: 16px; margin: 20px 0 8px; }

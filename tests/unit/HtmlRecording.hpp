@@ -2,7 +2,8 @@
 // A recording whose every figure is known, for the html page's tests (test_site_timeline.cpp,
 // test_html_page.cpp): two processes with a timeline, over one second.
 //   alpha (pid 100, "alpha --run", exits at 900 ms):
-//     early_build: 10 blocks of 1000 B at 0..90 ms, freed at 150 ms
+//     early_build: 10 blocks of 1000 B at 0..90 ms, freed at 150 ms (the last one temporary:
+//                  alpha allocates nothing else before)
 //     late_build:  20 blocks of 500 B at 200..295 ms, never freed: leaked at alpha's exit
 //     temp_loop:   50 blocks of 64 B at 400..449 ms, each freed before the next: temporary
 //   beta (pid 200, "beta", running at the end):
