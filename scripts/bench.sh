@@ -2,7 +2,7 @@
 # memtrack's benchmarks, in one run (docs/BENCHMARKS.md shows a run and how to read it).
 #
 #   scripts/bench.sh [--real] [--overhead] [--pressure] [--drain] [--stacks] [--symbols] [--consumer] [--others]
-#                    [--report] [--allocators] [--cfi] [--dlopen] [--kernels] [--reps N] [--scale F] [--system-libc] [--keep]
+#                    [--report] [--html] [--allocators] [--cfi] [--dlopen] [--kernels] [--reps N] [--scale F] [--system-libc] [--keep]
 #
 # Sections (all of them when none is named):
 #   --real      programs people run: gcc -O2 -c of a generated file, Debian's python3 (JSON, regular
@@ -33,6 +33,8 @@
 #               --system-wide-probes; and what per-process probes cost a tracked shell's forks.
 #   --report    `memtrack report` on a synthetic recording of 50 M events (bench/report_artifact):
 #               events/s and max RSS per output format.
+#   --html      the html report of a 10 M-event recording (bench/report_artifact) in headless
+#               Chromium (tests/unit/html_timing): its load and each action's time, in ms.
 #   --allocators  the flood linked against glibc, jemalloc and mimalloc: net us per malloc+free pair
 #               under memtrack and at the placed trap floor of each; what holding new code until it
 #               is probed adds to a dlopen+dlclose and to an exec (bench/dlopen_loop, sh + /bin/true).

@@ -11,7 +11,7 @@ BUILD="$ROOT/build"
 MEMTRACK="$BUILD/memtrack"
 BIN="$BUILD/bench"
 # The order the sections run in (and print in).
-SECTIONS=(real overhead others pressure drain stacks symbols cfi consumer report allocators dlopen kernels)
+SECTIONS=(real overhead others pressure drain stacks symbols cfi consumer report html allocators dlopen kernels)
 
 # The help is scripts/bench.sh's header comment.
 usage() { sed -n '2,/^set -euo/p' "$ROOT/scripts/bench.sh" | sed -e '$d' -e 's/^# \{0,1\}//'; }
@@ -63,6 +63,7 @@ workload_sizes() {
     CONSUMER_RECORDS=$(scaled 20000000)  # records through consumer_throughput
     FORKS_N=$(scaled 200)           # a tracked shell starting /bin/true FORKS_N times
     REPORT_EVENTS=$(scaled 50000000)  # events in the recording memtrack report reads
+    HTML_EVENTS=$(scaled 10000000)  # --html: events in the recording whose html page is opened
     ALLOC_N=$(scaled 200000)        # --allocators: flood 1 ALLOC_N per allocator
     NEWCODE_N=$(scaled 200)         # --allocators: dlopen+dlclose rounds, and execs of /bin/true
     DLOPEN_SIZES=("$(scaled 1000)" "$(scaled 5000)" "$(scaled 10000)")  # --dlopen: libraries opened

@@ -55,6 +55,7 @@ LoadOptions load_options(const ReportOptions& opt) {
     l.stacks_file = opt.stacks_file;
     l.temporary_threshold = opt.temporary_threshold;
     l.progress = true;
+    l.site_timeline = opt.format == "html";
     FilterOptions& f = l.filter;
     f.pids.insert(opt.pids.begin(), opt.pids.end());
     if (!opt.from.empty()) f.from_ns = duration_option("--from", opt.from);

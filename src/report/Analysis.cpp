@@ -108,6 +108,9 @@ void Analyzer::end_heap(const HeapEnd& end) {
         if (!take_live(live_.find(BlockKey{end.pid, addr}), b)) continue;
         --p.live_blocks;
         p.live_bytes -= b.size;
+        if (site_timeline_)
+            site_timeline_->released(b.site, end.pid, addr, b.size, t,
+                                     end.exec ? SiteTimeline::Release::Exec : SiteTimeline::Release::Exit);
         if (end.exec) {
             windows_->released(b);  // not leaked in the window it was made in either
             ++p.exec_discarded_blocks;
@@ -230,6 +233,10 @@ void Analyzer::allocate(const Event& e, uint64_t t) {
     ++b.calls;
     b.bytes += e.size;
 
+    if (site_timeline_) {
+        site_timeline_->allocated(site, e.pid, e.addr, e.size, t);
+        if (heap_bytes_ > peak_.peak_bytes()) site_timeline_->peak();
+    }
     peak_.update(heap_bytes_, heap_blocks_, t);
     timeline_.add(t, heap_bytes_);
     if (windows_) windows_->allocated(e.size);
@@ -263,12 +270,16 @@ void Analyzer::release(int32_t pid, uint64_t addr, bool temporary_candidate, uin
     ProcessTotals& p = process(pid);
     --p.live_blocks;
     p.live_bytes -= b.size;
-    if (temporary_candidate && temporary_.is_temporary({b.thread, b.seq})) {
+    const bool temporary = temporary_candidate && temporary_.is_temporary({b.thread, b.seq});
+    if (temporary) {
         ++s.temporary_calls;
         s.temporary_bytes += b.size;
         ++a_.temporary_calls;
         a_.temporary_bytes += b.size;
     }
+    if (site_timeline_)
+        site_timeline_->released(b.site, pid, addr, b.size, t,
+                                 temporary ? SiteTimeline::Release::Temporary : SiteTimeline::Release::Free);
     timeline_.add(t, heap_bytes_);
 }
 
@@ -348,6 +359,7 @@ Analysis Analyzer::finish() && {
     a_.rss_timeline = rss_timeline_.points();
     a_.rss_timeline_bucket_ns = rss_timeline_.bucket_ns();
     a_.sites = sites_.sites();
+    if (site_timeline_) a_.site_timeline = std::move(*site_timeline_).finish();
     return std::move(a_);
 }
 

@@ -19,6 +19,7 @@
 #include "report/LiveMap.hpp"
 #include "report/PeakTracker.hpp"
 #include "report/Processes.hpp"
+#include "report/SiteTimeline.hpp"
 #include "report/Sites.hpp"
 #include "report/StackTable.hpp"
 #include "report/TemporaryDetector.hpp"
@@ -104,6 +105,9 @@ struct Analysis {
     std::vector<TimelinePoint> rss_timeline;
     uint64_t rss_timeline_bucket_ns = 0;
     std::vector<SizeBucket> histogram;  // power-of-two buckets with at least one allocation
+    // Per site and process over time, for the html page; empty unless the Analyzer was asked
+    // (Analyzer::record_site_timeline).
+    SiteTimelineData site_timeline;
 };
 
 // Peak RSS minus peak live heap (0 when the heap is the larger): what the processes held
@@ -128,6 +132,8 @@ public:
     // live in it are not listed.
     void set_processes(ProcessModel model, std::optional<size_t> window = std::nullopt);
     bool has_processes() const { return model_.has_value(); }
+    // Before the first add(): also keep Analysis::site_timeline (for --format html).
+    void record_site_timeline() { site_timeline_.emplace(); }
     Analysis finish() &&;
 
 private:
@@ -163,6 +169,7 @@ private:
     uint64_t rss_sum_ = 0;
     std::optional<WindowTracker> windows_;
     std::optional<WindowTotals> selected_;  // --window's bounds
+    std::optional<SiteTimeline> site_timeline_;
     Analysis a_;
 };
 

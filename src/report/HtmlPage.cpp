@@ -2,15 +2,22 @@
 
 namespace memtrack::report {
 
+// The page works from data.series (HtmlFormat.cpp): for the views, the range of buckets and the
+// process picked, it sums each series, builds the call tree (root first, or leaf first when
+// inverted) and draws it and the tables. Live at the peak is each series' exact share of the
+// recording's peak when the range holds it and every process is shown; otherwise the page
+// takes the bucket, in the range, at whose end the shown series held the most, and their live
+// bytes there (to a bucket's width: it says so).
 const std::string_view kHtmlHead = R"MTHTML(<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <title>memtrack report</title>
 <style>
+html { overflow-y: scroll; }  /* a scrollbar that comes and goes would change the flamegraph's width */
 body { font: 14px/1.4 system-ui, sans-serif; margin: 16px 24px; color: #222; background: #fff; }
 h1 { font-size: 20px; margin: 0 0 8px; }
-h2 { font-size: 16px; margin: 24px 0 8px; }
+h2 { font-size: 16px; margin: 20px 0 8px; }
 #summary { margin: 0 0 8px; }
 .controls { margin: 8px 0; display: flex; gap: 8px; align-items: center; flex-wrap: wrap; }
 .controls button.on { background: #333; color: #fff; }
@@ -20,7 +27,10 @@ h2 { font-size: 16px; margin: 24px 0 8px; }
 .fg:hover { border-color: #000; }
 .fg.match { background: #e040fb !important; }
 .fg.dim { opacity: .45; }
-#chart { width: 100%; height: 220px; border: 1px solid #ddd; }
+#tip { position: fixed; display: none; z-index: 10; background: #fffde7; border: 1px solid #999; padding: 4px 8px;
+       font-size: 12px; max-width: 600px; pointer-events: none; box-shadow: 1px 1px 4px rgba(0,0,0,.2); }
+#tip b { word-break: break-all; }
+#chart { width: 100%; height: 220px; border: 1px solid #ddd; cursor: crosshair; user-select: none; }
 #chart .line { fill: none; stroke: #1565c0; stroke-width: 1.5; }
 #chart .area { fill: #1565c0; fill-opacity: .12; }
 #chart .peak { fill: #c62828; }
@@ -32,27 +42,52 @@ h2 { font-size: 16px; margin: 24px 0 8px; }
 #chart .pstart { stroke: #2e7d32; stroke-width: 1; }
 #chart .pend { stroke: #757575; stroke-width: 1; }
 #chart .legend { font-weight: bold; }
-pre { background: #f6f6f6; padding: 8px; overflow-x: auto; font-size: 12px; }
-#status { color: #555; }
+#chart .cursor { stroke: #000; stroke-width: 1; }
+#chart .sel { fill: #ffd54f; fill-opacity: .35; stroke: #f9a825; }
+#readout { font: 12px monospace; min-height: 16px; color: #333; }
+table { border-collapse: collapse; font-size: 12px; margin: 4px 0 12px; }
+th, td { border-bottom: 1px solid #e0e0e0; padding: 2px 8px; text-align: right; vertical-align: top; }
+th { background: #f4f4f4; }
+td.name { text-align: left; font-family: monospace; max-width: 640px; overflow-wrap: anywhere; }
+td.where { text-align: left; color: #555; font-family: monospace; overflow-wrap: anywhere; }
+#status, #scope { color: #555; }
 </style>
 </head>
 <body>
 <h1 id="title">memtrack report</h1>
 <p id="summary"></p>
+<h2>Heap over time</h2>
+<div class="controls">
+  <span id="range">whole recording</span>
+  <button id="clear-range">whole recording</button>
+  <span>(drag on the chart to pick a time range)</span>
+</div>
+<svg id="chart" viewBox="0 0 1000 220" preserveAspectRatio="none"></svg>
+<div id="readout"></div>
 <h2>Flamegraph</h2>
 <div class="controls">
-  <button data-cost="peak">live at the peak</button>
-  <button data-cost="leaked">leaked</button>
-  <button data-cost="allocated">allocated</button>
+  <button data-view="peak">live at the peak</button>
+  <button data-view="leaked">leaked</button>
+  <button data-view="allocated">allocated</button>
+  <button data-view="allocations">allocations</button>
+  <button data-view="temporary">temporary</button>
+  <label><input id="inverted" type="checkbox"> inverted</label>
+  <select id="process"></select>
   <button id="reset">reset zoom</button>
   <input id="search" type="search" placeholder="search (regular expression)" size="32">
   <span id="status"></span>
 </div>
+<p id="scope"></p>
 <div id="flame"></div>
-<h2>Heap over time</h2>
-<svg id="chart" viewBox="0 0 1000 220" preserveAspectRatio="none"></svg>
-<h2>Report</h2>
-<pre id="text"></pre>
+<div id="tip"></div>
+<h2>Totals</h2>
+<table id="totals"></table>
+<h2>Sites</h2>
+<table id="sites"></table>
+<h2>Functions</h2>
+<table id="functions"></table>
+<h2>Processes</h2>
+<table id="processes"></table>
 <script type="application/json" id="memtrack-data">)MTHTML";
 
 const std::string_view kHtmlTail = R"MTHTML(</script>
@@ -62,97 +97,250 @@ const std::string_view kHtmlTail = R"MTHTML(</script>
   const data = JSON.parse(document.getElementById("memtrack-data").textContent);
   const $ = (id) => document.getElementById(id);
   const units = ["B", "KiB", "MiB", "GiB", "TiB"];
-  function human(v, cost) {
-    if (cost === "allocations") return v + " calls";
+  function human(v) {
     let i = 0;
     while (v >= 1024 && i + 1 < units.length) { v /= 1024; i++; }
-    return (i ? v.toFixed(1) : v) + " " + units[i];
+    return (i ? v.toFixed(1) : String(v)) + " " + units[i];
   }
   function seconds(ns) { return (ns / 1e9).toFixed(3) + " s"; }
+  const COUNTS = { allocations: true, temporary: true };  // views in calls, the others in bytes
+  function amount(v, view) { return COUNTS[view] ? v + " calls" : human(v); }
+  function pct(v, total) { return total ? (100 * v / total).toFixed(2) + " %" : "-"; }
+
+  const S = data.series;
+  const FR = S.frames;        // [name, where]
+  const NB = Math.max(S.buckets, 1);
+  const list = S.list;
+  const state = { view: "peak", inverted: false, pid: null, range: null, zoom: [], pattern: null };
+  if (!list.some((u) => u.p > 0)) state.view = "leaked";
 
   document.title = "memtrack report: " + data.title;
   $("title").textContent = "memtrack report: " + data.title;
-  $("summary").textContent = "peak " + human(data.peak.bytes) + " at " + seconds(data.peak.time_ns) +
-    ", leaked " + human(data.leaked.bytes) + " in " + data.leaked.blocks + " blocks, " +
-    data.calls + " allocations";
-  $("text").textContent = data.text;
+  $("summary").textContent = data.events + " events in " + seconds(data.duration_ns) + ": peak " +
+    human(data.peak.bytes) + " in " + data.peak.blocks + " blocks at " + seconds(data.peak.time_ns) +
+    ", leaked " + human(data.leaked.bytes) + " in " + data.leaked.blocks + " blocks, " + data.calls +
+    " allocations of " + human(data.bytes) + ", " + data.temporary.calls + " temporary";
 
-  // ---- flamegraph: root at the top, click to zoom, search ----
+  // ---- sums over the range and process picked ----
+  const peakBucket = Math.min(Math.floor(data.peak.time_ns / S.bucket_ns), NB - 1);
+  function shown(u) { return state.pid === null || u.pid === state.pid; }
+  function compute() {
+    const [b0, b1] = state.range || [0, NB - 1];
+    const us = list.filter(shown);
+    // Live at the peak: exact when the range holds the recording's peak and every process is
+    // shown, else at the end of the range's fullest bucket.
+    let exactPeak = state.pid === null && b0 <= peakBucket && peakBucket <= b1;
+    let atBucket = -1;
+    if (!exactPeak) {
+      const diff = new Float64Array(NB + 1);
+      for (const u of us) for (let i = 0; i < u.c.length; i += 8) diff[u.c[i]] += u.c[i + 2] - u.c[i + 3];
+      let level = 0, best = -1;
+      for (let b = 0; b <= b1; b++) {
+        level += diff[b];
+        if (b >= b0 && level > best) { best = level; atBucket = b; }
+      }
+    }
+    const rows = [];
+    const totals = { peak: 0, leaked: 0, leakedBlocks: 0, allocated: 0, allocations: 0, temporary: 0, temporaryBytes: 0 };
+    for (const u of us) {
+      const r = { u: u, peak: exactPeak ? u.p : 0, leaked: 0, leakedBlocks: 0, allocated: 0, allocations: 0,
+                  temporary: 0, temporaryBytes: 0 };
+      const c = u.c;
+      for (let i = 0; i < c.length; i += 8) {
+        const b = c[i];
+        if (!exactPeak && b <= atBucket) r.peak += c[i + 2] - c[i + 3];
+        if (b < b0 || b > b1) continue;
+        r.allocations += c[i + 1]; r.allocated += c[i + 2];
+        r.temporary += c[i + 4]; r.temporaryBytes += c[i + 5];
+        r.leaked += c[i + 6]; r.leakedBlocks += c[i + 7];
+      }
+      for (const k in totals) totals[k] += r[k];
+      rows.push(r);
+    }
+    return { rows: rows, totals: totals, exactPeak: exactPeak, atBucket: atBucket, b0: b0, b1: b1 };
+  }
+
+  // ---- the call tree of one view ----
+  function tree(sum) {
+    const root = { n: "all", v: 0, calls: 0, bytes: 0, where: new Set(), c: new Map() };
+    for (const r of sum.rows) {
+      const v = r[state.view];
+      if (!v) continue;
+      root.v += v; root.calls += r.allocations; root.bytes += r.allocated;
+      const s = state.inverted ? r.u.s.slice().reverse() : r.u.s;
+      let node = root;
+      for (const id of s) {
+        const [name, where] = FR[id];
+        let next = node.c.get(name);
+        if (!next) { next = { n: name, v: 0, calls: 0, bytes: 0, where: new Set(), c: new Map(), up: node }; node.c.set(name, next); }
+        next.v += v; next.calls += r.allocations; next.bytes += r.allocated;
+        if (where && next.where.size < 4) next.where.add(where);
+        node = next;
+      }
+    }
+    return root;
+  }
+  function kids(n) { return Array.from(n.c.values()).sort((x, y) => y.v - x.v); }
+  function depth(n) { let d = 0; for (const c of n.c.values()) d = Math.max(d, depth(c)); return d + 1; }
+
+  // ---- drawing ----
   const ROW = 17;
-  let cost = data.flame.peak.v > 0 ? "peak" : "leaked";
-  let zoom = null;      // the node shown at full width
-  let pattern = null;   // the search's RegExp
   function hue(name) {
     let h = 0;
     for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
     return "hsl(" + (10 + h % 40) + "," + (60 + h % 30) + "%," + (55 + h % 15) + "%)";
   }
-  function parents(root, target) {
-    const path = [];
-    (function walk(n) {
-      path.push(n);
-      if (n === target) return true;
-      for (const c of n.c || []) if (walk(c)) return true;
-      path.pop();
-      return false;
-    })(root);
-    return path;
+  const tip = $("tip");
+  function showTip(e, n, root) {
+    const where = n.where && n.where.size ? Array.from(n.where).join(", ") : "";
+    tip.innerHTML = "";
+    const b = document.createElement("b"); b.textContent = n.n; tip.appendChild(b);
+    const lines = [where ? "at " + where : null,
+                   state.view + ": " + amount(n.v, state.view) + " (" + pct(n.v, root.v) + " of " + amount(root.v, state.view) + ")",
+                   "calls: " + n.calls + ", allocated " + human(n.bytes) + " in the range"];
+    for (const l of lines) if (l) { const d = document.createElement("div"); d.textContent = l; tip.appendChild(d); }
+    tip.style.display = "block";
+    tip.style.left = Math.min(e.clientX + 12, window.innerWidth - 320) + "px";
+    tip.style.top = (e.clientY + 14) + "px";
   }
-  function depth(n) { let d = 0; for (const c of n.c || []) d = Math.max(d, depth(c)); return d + 1; }
+  function table(id, head, body) {
+    const t = $(id);
+    t.textContent = "";
+    const h = t.createTHead().insertRow();
+    for (const x of head) { const th = document.createElement("th"); th.textContent = x; h.appendChild(th); }
+    const tb = t.createTBody();
+    for (const row of body) {
+      const tr = tb.insertRow();
+      for (const [text, cls, title] of row) {
+        const td = tr.insertCell();
+        td.textContent = text;
+        if (cls) td.className = cls;
+        if (title) td.title = title;
+      }
+    }
+  }
+
+  let current = null;  // the last compute()
   function draw() {
-    const root = data.flame[cost];
+    const sum = current;
+    document.querySelectorAll(".controls button[data-view]").forEach(
+      (b) => b.classList.toggle("on", b.dataset.view === state.view));
+    const root = tree(sum);
     const flame = $("flame");
     flame.textContent = "";
-    document.querySelectorAll(".controls button[data-cost]").forEach(
-      (b) => b.classList.toggle("on", b.dataset.cost === cost));
-    if (!root.v) { flame.style.height = "24px"; flame.textContent = "nothing for this cost"; return; }
-    const top = zoom || root;
-    const above = parents(root, top);  // root .. top
+    let scope = state.pid === null ? "all processes" : "process " + state.pid;
+    scope += ", " + (state.range ? seconds(sum.b0 * S.bucket_ns) + " to " + seconds((sum.b1 + 1) * S.bucket_ns) : "the whole recording");
+    if (state.view === "peak")
+      scope += sum.exactPeak ? ": live at the peak, " + seconds(data.peak.time_ns)
+                             : ": live at " + seconds((sum.atBucket + 1) * S.bucket_ns) +
+                               ", the end of the range's fullest bucket of " + seconds(S.bucket_ns);
+    if (state.view === "leaked") scope += ": leaked blocks made in the range";
+    if (state.view === "temporary") scope += ": temporary allocations freed in the range";
+    $("scope").textContent = scope + (state.inverted ? " (inverted: allocating functions at the top)" : "");
+    if (!root.v) { flame.style.height = "24px"; flame.textContent = "nothing for this view"; $("status").textContent = ""; }
+    else drawFlame(root, flame);
+    drawTables(sum, root);
+  }
+  function drawFlame(root, flame) {
+    // The zoomed node, found again by its path of names (the tree is rebuilt on every change).
+    let top = root;
+    const above = [root];
+    for (const name of state.zoom) {
+      const next = top.c.get(name);
+      if (!next) break;
+      top = next; above.push(top);
+    }
+    if (top === root) state.zoom = [];
     const width = flame.clientWidth || 1000;
-    const rows = above.length - 1 + depth(top);
-    flame.style.height = Math.max(rows * ROW, ROW) + "px";
-    let matched = 0;
+    flame.style.height = Math.max((above.length - 1 + depth(top)) * ROW, ROW) + "px";
+    function path(n) { const p = []; for (; n.up; n = n.up) p.unshift(n.n); return p; }
     function box(n, x, w, row, dim) {
-      if (w < 1) return;
+      if (w < 1) return false;
       const d = document.createElement("div");
       d.className = "fg" + (dim ? " dim" : "");
       d.style.left = x + "px"; d.style.width = w + "px"; d.style.top = row * ROW + "px";
-      d.style.background = n.n === "other" ? "#bbb" : hue(n.n);
+      d.style.background = n.n === "[other sites]" ? "#bbb" : hue(n.n);
       d.textContent = n.n;
-      d.title = n.n + " (" + human(n.v, cost) + ", " + (100 * n.v / root.v).toFixed(2) + " %)";
-      if (pattern && pattern.test(n.n)) d.classList.add("match");
-      d.onclick = () => { zoom = n === top && n !== root ? null : n; draw(); };
+      if (state.pattern && state.pattern.test(n.n)) d.classList.add("match");
+      d.onclick = () => { state.zoom = n === top && n !== root ? [] : path(n); draw(); };
+      d.onmousemove = (e) => showTip(e, n, root);
+      d.onmouseleave = () => { tip.style.display = "none"; };
       flame.appendChild(d);
+      return true;
     }
     above.forEach((n, i) => { if (i < above.length - 1) box(n, 0, width, i, true); });
     (function layout(n, x, w, row) {
-      box(n, x, w, row, false);
+      if (!box(n, x, w, row, false)) return;
       let cx = x;
-      for (const c of n.c || []) {
+      for (const c of kids(n)) {
         const cw = w * c.v / n.v;
         layout(c, cx, cw, row + 1);
         cx += cw;
       }
     })(top, 0, width, above.length - 1);
+    let matched = 0;
     (function count(n) {
-      if (pattern && pattern.test(n.n)) { matched += n.v; return; }
-      for (const c of n.c || []) count(c);
+      if (state.pattern && n !== root && state.pattern.test(n.n)) { matched += n.v; return; }
+      for (const c of n.c.values()) count(c);
     })(root);
-    $("status").textContent = pattern ? "matched " + human(matched, cost) + " (" +
-      (100 * matched / root.v).toFixed(2) + " %)" : "";
+    $("status").textContent = state.pattern ? "matched " + amount(matched, state.view) + " (" + pct(matched, root.v) + ")" : "";
   }
-  document.querySelectorAll(".controls button[data-cost]").forEach((b) => {
-    b.onclick = () => { cost = b.dataset.cost; zoom = null; draw(); };
+  function drawTables(sum, root) {
+    const t = sum.totals;
+    table("totals", ["view", "amount", "blocks or calls"], [
+      [["live at the peak", "name"], [human(t.peak)], [""]],
+      [["leaked", "name"], [human(t.leaked)], [String(t.leakedBlocks)]],
+      [["allocated", "name"], [human(t.allocated)], [String(t.allocations)]],
+      [["temporary", "name"], [human(t.temporaryBytes)], [String(t.temporary)]]]);
+    const view = state.view;
+    const sites = sum.rows.filter((r) => r[view] > 0).sort((x, y) => y[view] - x[view]).slice(0, 50);
+    table("sites", ["#", view, "share", "calls", "allocated", "process", "function", "at"], sites.map((r, i) => {
+      const frames = r.u.s.map((id) => FR[id]);
+      const leaf = frames[frames.length - 1];
+      const stack = frames.slice().reverse().map((f) => f[0] + (f[1] ? " (" + f[1] + ")" : "")).join("\n");
+      return [[String(i + 1)], [amount(r[view], view)], [pct(r[view], root.v)], [String(r.allocations)],
+              [human(r.allocated)], [String(r.u.pid)], [leaf[0], "name", stack], [leaf[1], "where"]];
+    }));
+    // Functions: each counted once per stack it is in (inclusive), and as the stack's last (self).
+    const fns = new Map();
+    for (const r of sum.rows) {
+      const v = r[view];
+      if (!v) continue;
+      const seen = new Set();
+      r.u.s.forEach((id, i) => {
+        const name = FR[id][0];
+        let f = fns.get(name);
+        if (!f) { f = { name: name, total: 0, self: 0, calls: 0 }; fns.set(name, f); }
+        if (!seen.has(name)) { seen.add(name); f.total += v; f.calls += r.allocations; }
+        if (i === r.u.s.length - 1) f.self += v;
+      });
+    }
+    const top = Array.from(fns.values()).sort((x, y) => y.total - x.total || y.self - x.self).slice(0, 50);
+    table("functions", ["function", view + " (inclusive)", "share", "self", "calls"], top.map((f) =>
+      [[f.name, "name"], [amount(f.total, view)], [pct(f.total, root.v)], [amount(f.self, view)], [String(f.calls)]]));
+  }
+
+  // ---- controls ----
+  function recompute() { current = compute(); draw(); }
+  document.querySelectorAll(".controls button[data-view]").forEach((b) => {
+    b.onclick = () => { state.view = b.dataset.view; state.zoom = []; draw(); };
   });
-  $("reset").onclick = () => { zoom = null; draw(); };
+  $("inverted").onchange = (e) => { state.inverted = e.target.checked; state.zoom = []; draw(); };
+  $("reset").onclick = () => { state.zoom = []; draw(); };
   $("search").oninput = (e) => {
-    try { pattern = e.target.value ? new RegExp(e.target.value) : null; } catch (err) { pattern = null; }
+    try { state.pattern = e.target.value ? new RegExp(e.target.value) : null; } catch (err) { state.pattern = null; }
     draw();
   };
+  const select = $("process");
+  select.add(new Option("all processes", ""));
+  for (const p of data.processes) select.add(new Option(p.pid + (p.command ? " " + p.command.slice(0, 60) : ""), String(p.pid)));
+  select.onchange = () => { state.pid = select.value === "" ? null : Number(select.value); state.zoom = []; recompute(); };
+  table("processes", ["pid", "command", "start", "end", "status"], data.processes.map((p) =>
+    [[String(p.pid)], [p.command || "", "name"], [p.start_ns === null ? "" : seconds(p.start_ns)],
+     [p.end_ns === null ? "" : seconds(p.end_ns)], [p.status || ""]]));
   window.addEventListener("resize", draw);
-  draw();
 
-  // ---- heap over time, the peak marked ----
+  // ---- heap over time: hover reads it, a drag picks the range ----
   const svg = $("chart");
   const NS = "http://www.w3.org/2000/svg";
   function el(name, attrs, text) {
@@ -164,17 +352,17 @@ const std::string_view kHtmlTail = R"MTHTML(</script>
   }
   const pts = data.timeline;
   const rss = data.rss || [];
-  const windows = data.windows || [];
-  const procs = data.processes || [];
   const W = 1000, H = 220, L = 60, B = 20, T = 20;
-  const ends = [pts.length ? pts[pts.length - 1].time_ns + data.timeline_bucket_ns : 1, data.peak.time_ns, 1];
+  const ends = [pts.length ? pts[pts.length - 1].time_ns + data.timeline_bucket_ns : 1, data.peak.time_ns,
+                data.duration_ns, 1];
   if (rss.length) ends.push(rss[rss.length - 1].time_ns + data.rss_bucket_ns);
   const tmax = Math.max(...ends);
   const ymax = Math.max(data.peak.bytes, ...rss.map((p) => p.bytes), 1);
   const X = (t) => L + (W - L - 10) * Math.min(t, tmax) / tmax;
   const Y = (v) => H - B - (H - B - T) * v / ymax;
-  // Windows (enable..disable, mark spans) as bands behind the curves.
-  for (const w of windows) {
+  svg.setAttribute("data-tmax", tmax);  // for tests: where a time is on the chart
+  const timeAt = (x) => Math.max(0, Math.min(tmax, (x - L) * tmax / (W - L - 10)));
+  for (const w of data.windows || []) {
     const x0 = X(w.start_ns), x1 = X(w.end_ns === null ? tmax : w.end_ns);
     el("rect", { x: x0, y: T, width: Math.max(x1 - x0, 1), height: H - B - T, class: "band" });
     el("text", { x: x0 + 2, y: T + 12, class: "bandlabel" }, "#" + w.number + (w.name ? " " + w.name : ""));
@@ -188,8 +376,8 @@ const std::string_view kHtmlTail = R"MTHTML(</script>
   el("path", { d: d + " L" + X(tmax) + "," + Y(0) + " Z", class: "area" });
   el("path", { d: d, class: "line" });
   if (rss.length) el("path", { d: steps(rss, data.rss_bucket_ns), class: "rss" });
-  // Process starts (green) and ends (grey) as ticks along the time axis.
-  for (const p of procs) {
+  for (const p of data.processes) {
+    if (p.start_ns === null) continue;
     el("line", { x1: X(p.start_ns), x2: X(p.start_ns), y1: H - B, y2: H - B - 8, class: "pstart" });
     if (p.end_ns !== null) el("line", { x1: X(p.end_ns), x2: X(p.end_ns), y1: H - B, y2: H - B - 8, class: "pend" });
   }
@@ -201,6 +389,61 @@ const std::string_view kHtmlTail = R"MTHTML(</script>
   el("circle", { cx: X(data.peak.time_ns), cy: Y(data.peak.bytes), r: 5, class: "peak" });
   el("text", { x: Math.min(X(data.peak.time_ns) + 8, W - 220), y: T - 6 + 12, class: "peaklabel" },
      "peak " + human(data.peak.bytes) + " at " + seconds(data.peak.time_ns));
+  const sel = el("rect", { x: 0, y: T, width: 0, height: H - B - T, class: "sel", visibility: "hidden" });
+  const cursor = el("line", { x1: 0, x2: 0, y1: T, y2: H - B, class: "cursor", visibility: "hidden" });
+  // The level at `t`: the last point of `series` at or before it (both series are steps).
+  function at(series, t) {
+    let lo = 0, hi = series.length - 1, found = null;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (series[mid].time_ns <= t) { found = series[mid]; lo = mid + 1; } else hi = mid - 1;
+    }
+    return found;
+  }
+  function chartX(e) { const r = svg.getBoundingClientRect(); return (e.clientX - r.left) * W / r.width; }
+  let dragFrom = null;
+  svg.addEventListener("mousemove", (e) => {
+    const x = Math.max(L, Math.min(W - 10, chartX(e)));
+    const t = timeAt(x);
+    cursor.setAttribute("x1", x); cursor.setAttribute("x2", x); cursor.setAttribute("visibility", "visible");
+    const h = at(pts, t), r = at(rss, t);
+    $("readout").textContent = seconds(t) + ": heap " + (h ? human(h.bytes) : "0 B") +
+      (rss.length ? ", RSS " + (r ? human(r.bytes) : "-") : "");
+    if (dragFrom !== null) {
+      sel.setAttribute("x", Math.min(dragFrom, x)); sel.setAttribute("width", Math.abs(x - dragFrom));
+      sel.setAttribute("visibility", "visible");
+    }
+  });
+  svg.addEventListener("mouseleave", () => { cursor.setAttribute("visibility", "hidden"); });
+  svg.addEventListener("mousedown", (e) => { dragFrom = Math.max(L, Math.min(W - 10, chartX(e))); e.preventDefault(); });
+  window.addEventListener("mouseup", (e) => {
+    if (dragFrom === null) return;
+    const x = Math.max(L, Math.min(W - 10, chartX(e)));
+    const x0 = Math.min(dragFrom, x), x1 = Math.max(dragFrom, x);
+    dragFrom = null;
+    if (x1 - x0 < 3) { if (!state.range) sel.setAttribute("visibility", "hidden"); return; }
+    const b0 = Math.min(NB - 1, Math.floor(timeAt(x0) / S.bucket_ns));
+    const b1 = Math.min(NB - 1, Math.max(b0, Math.ceil(timeAt(x1) / S.bucket_ns) - 1));
+    setRange([b0, b1]);
+  });
+  function setRange(range) {
+    state.range = range;
+    state.zoom = [];
+    if (range) {
+      const x0 = X(range[0] * S.bucket_ns), x1 = X((range[1] + 1) * S.bucket_ns);
+      sel.setAttribute("x", x0); sel.setAttribute("width", Math.max(x1 - x0, 1)); sel.setAttribute("visibility", "visible");
+      $("range").textContent = "range " + seconds(range[0] * S.bucket_ns) + " to " + seconds((range[1] + 1) * S.bucket_ns);
+    } else {
+      sel.setAttribute("visibility", "hidden");
+      $("range").textContent = "whole recording";
+    }
+    recompute();
+  }
+  $("clear-range").onclick = () => setRange(null);
+
+  recompute();
+  // ms from the start of the navigation to the page drawn (scripts/bench.sh --html reads it).
+  document.body.setAttribute("data-rendered-ms", Math.round(performance.now()));
   document.body.setAttribute("data-rendered", "yes");
 })();
 </script>

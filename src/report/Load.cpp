@@ -42,6 +42,7 @@ Result<Loaded> load(const std::string& artifact, const LoadOptions& opt) {
     }
 
     Analyzer analyzer(*out.stacks, opt.filter, opt.temporary_threshold);
+    if (opt.site_timeline) analyzer.record_site_timeline();
     if (const std::string timeline = opt.use_timeline ? timeline_path_for(artifact) : std::string(); !timeline.empty()) {
         struct stat st{};
         if (::stat(timeline.c_str(), &st) == 0) {

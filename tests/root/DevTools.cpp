@@ -201,6 +201,21 @@ void DevTools::click(double x, double y) {
              {{"type", type}, {"x", x}, {"y", y}, {"button", "left"}, {"buttons", 1}, {"clickCount", 1}});
 }
 
+void DevTools::move(double x, double y) { call("Input.dispatchMouseEvent", {{"type", "mouseMoved"}, {"x", x}, {"y", y}}); }
+
+void DevTools::drag(double x0, double y0, double x1, double y1) {
+    move(x0, y0);
+    call("Input.dispatchMouseEvent",
+         {{"type", "mousePressed"}, {"x", x0}, {"y", y0}, {"button", "left"}, {"buttons", 1}, {"clickCount", 1}});
+    constexpr int kSteps = 4;
+    for (int i = 1; i <= kSteps; ++i) {
+        const double x = x0 + (x1 - x0) * i / kSteps, y = y0 + (y1 - y0) * i / kSteps;
+        call("Input.dispatchMouseEvent", {{"type", "mouseMoved"}, {"x", x}, {"y", y}, {"button", "left"}, {"buttons", 1}});
+    }
+    call("Input.dispatchMouseEvent",
+         {{"type", "mouseReleased"}, {"x", x1}, {"y", y1}, {"button", "left"}, {"buttons", 0}, {"clickCount", 1}});
+}
+
 void DevTools::type(const std::string& text) { call("Input.insertText", {{"text", text}}); }
 
 }  // namespace memtrack::roottest

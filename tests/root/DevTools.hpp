@@ -34,6 +34,10 @@ public:
     void wait_for(const std::string& expression, std::chrono::seconds timeout = std::chrono::seconds(60));
     // A left click with the mouse at (x, y), CSS pixels from the viewport's top left.
     void click(double x, double y);
+    // The mouse moved to (x, y) with no button down (hover).
+    void move(double x, double y);
+    // A left-button drag from (x0, y0) to (x1, y1), through a few points between.
+    void drag(double x0, double y0, double x1, double y1);
     // Text typed into the focused element, as the keyboard would deliver it (input events).
     void type(const std::string& text);
 

@@ -295,8 +295,8 @@ TEST_CASE("report with a timeline: windows from enable, disable and mark, each w
     CHECK(rss.find("\"bytes\":112288}") != std::string::npos);  // 100's and 101's at 3 ms
     CHECK(html.find("\"windows\":[{\"number\":1,\"name\":\"\",\"start_ns\":0,\"end_ns\":5000000},") != std::string::npos);
     CHECK(html.find("{\"number\":4,\"name\":\"tail\",\"start_ns\":12000000,\"end_ns\":null}]") != std::string::npos);
-    CHECK(html.find("{\"pid\":101,\"start_ns\":1000000,\"end_ns\":4000000}") != std::string::npos);
-    CHECK(html.find("{\"pid\":100,\"start_ns\":0,\"end_ns\":16000000}") != std::string::npos);
+    CHECK(html.find("{\"pid\":101,\"start_ns\":1000000,\"end_ns\":4000000,") != std::string::npos);
+    CHECK(html.find("{\"pid\":100,\"start_ns\":0,\"end_ns\":16000000,") != std::string::npos);
     const auto windows = windows_of(build_process_model(timeline()).session);
     CHECK(windows.empty());
     CHECK(find_window(a.windows, "m").value() == 2);

@@ -1,0 +1,269 @@
+// The html report as a person uses it, in Debian's headless Chromium driven over the DevTools
+// protocol (tests/root/DevTools.hpp): the page of HtmlRecording.hpp's recording (no root, no
+// BPF) is loaded, hovered, a time range dragged on its chart, its flamegraph zoomed, searched,
+// inverted, its views and processes switched, each time checking what it then shows.
+//
+// Its own executable (suite unit): without chromium it exits 77 (meson's SKIP), unless
+// MEMTRACK_REQUIRE_BPF=1 (CI), which makes that a failure; scripts/deps.sh installs chromium.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <boost/json.hpp>
+
+#include "../root/DevTools.hpp"
+#include "HtmlRecording.hpp"
+#include "report/Output.hpp"
+
+using namespace memtrack;
+using namespace memtrack::report;
+using namespace memtrack::unittest;
+using memtrack::roottest::DevTools;
+using memtrack::testsupport::TempDir;
+
+namespace {
+
+namespace json = boost::json;
+
+std::string chromium_path() {
+    const char* path = std::getenv("PATH");
+    std::stringstream dirs(path ? path : "/usr/bin:/bin");
+    for (std::string d; std::getline(dirs, d, ':');)
+        if (const std::string c = d + "/chromium"; ::access(c.c_str(), X_OK) == 0) return c;
+    return {};
+}
+
+std::string text(DevTools& b, const std::string& id) {
+    return std::string(b.eval("document.getElementById('" + id + "').textContent").as_string());
+}
+
+// The flamegraph's boxes: name -> [left, width, top], undimmed ones only.
+struct Box {
+    std::string name;
+    double left = 0, width = 0, top = 0;
+    bool dim = false, match = false;
+};
+std::vector<Box> boxes(DevTools& b) {
+    const json::value v = b.eval(
+        "Array.from(document.querySelectorAll('#flame .fg')).map((d) => [d.textContent, parseFloat(d.style.left), "
+        "parseFloat(d.style.width), parseFloat(d.style.top), d.classList.contains('dim'), d.classList.contains('match')])");
+    std::vector<Box> out;
+    for (const json::value& x : v.as_array()) {
+        const json::array& a = x.as_array();
+        out.push_back({std::string(a[0].as_string()), a[1].to_number<double>(), a[2].to_number<double>(),
+                       a[3].to_number<double>(), a[4].as_bool(), a[5].as_bool()});
+    }
+    return out;
+}
+const Box* box(const std::vector<Box>& all, const std::string& name) {
+    for (const Box& b : all)
+        if (b.name == name) return &b;
+    return nullptr;
+}
+std::vector<std::string> names(const std::vector<Box>& all) {
+    std::vector<std::string> out;
+    for (const Box& b : all) out.push_back(b.name);
+    return out;
+}
+bool has(const std::vector<Box>& all, const std::string& name) { return box(all, name) != nullptr; }
+
+// A table's body cells, row by row.
+std::vector<std::vector<std::string>> rows(DevTools& b, const std::string& id) {
+    const json::value v = b.eval("Array.from(document.querySelectorAll('#" + id +
+                                 " tbody tr')).map((r) => Array.from(r.cells).map((c) => c.textContent))");
+    std::vector<std::vector<std::string>> out;
+    for (const json::value& r : v.as_array()) {
+        out.emplace_back();
+        for (const json::value& c : r.as_array()) out.back().emplace_back(c.as_string());
+    }
+    return out;
+}
+
+// Viewport coordinates of the centre of the element `expression` gives.
+std::pair<double, double> centre(DevTools& b, const std::string& expression) {
+    const json::value r = b.eval("(() => { const e = " + expression +
+                                 "; e.scrollIntoView({block: 'center'}); const r = e.getBoundingClientRect(); "
+                                 "return [r.left + r.width / 2, r.top + r.height / 2]; })()");
+    return {r.at(0).to_number<double>(), r.at(1).to_number<double>()};
+}
+void click(DevTools& b, const std::string& expression) {
+    const auto [x, y] = centre(b, expression);
+    b.click(x, y);
+}
+std::string frame_expr(const std::string& name) {
+    return "Array.from(document.querySelectorAll('#flame .fg')).find((d) => d.textContent === '" + name + "')";
+}
+
+// The viewport x of time `t_ns` on the heap chart, and its middle's y (after scrolling it into view).
+std::pair<double, double> chart_point(DevTools& b, uint64_t t_ns) {
+    const json::value r = b.eval(
+        "(() => { const s = document.getElementById('chart'); s.scrollIntoView({block: 'center'}); "
+        "const r = s.getBoundingClientRect(); const tmax = Number(s.getAttribute('data-tmax')); "
+        "return [r.left + (60 + 930 * " + std::to_string(t_ns) + " / tmax) * r.width / 1000, r.top + r.height / 2]; })()");
+    return {r.at(0).to_number<double>(), r.at(1).to_number<double>()};
+}
+
+}  // namespace
+
+TEST_CASE("html page in headless Chromium: hover, a dragged range, views, inverted, zoom, search, processes") {
+    StackTable stacks;
+    const Analysis a = html_recording(stacks);
+    TempDir dir;
+    const std::string page = dir / "report.html";
+    std::ofstream(page) << html_report(a, OutputOptions{.title = "two processes"});
+    DevTools b(chromium_path(), "file://" + page);
+    b.wait_for("document.readyState === 'complete' && document.body.getAttribute('data-rendered') === 'yes'");
+    const double width = b.eval("document.getElementById('flame').clientWidth").to_number<double>();
+    REQUIRE(width > 500);
+
+    // Loaded: live at the peak (500 ms), late_build's 10000 B and beta_cache's 16384 B.
+    std::vector<Box> peak = boxes(b);
+    REQUIRE(has(peak, "beta_cache"));
+    REQUIRE(has(peak, "late_build"));
+    CHECK_FALSE(has(peak, "early_build"));
+    CHECK_FALSE(has(peak, "temp_loop"));
+    CHECK(box(peak, "beta_cache")->width == doctest::Approx(width * 16384 / 26384).epsilon(1e-6));
+    CHECK(box(peak, "all")->width == doctest::Approx(width));
+    CHECK(text(b, "scope") == "all processes, the whole recording: live at the peak, 0.500 s");
+    // The tables: the sites ranked, with where they are and their calls.
+    auto sites = rows(b, "sites");
+    REQUIRE(sites.size() == 2);
+    CHECK(sites[0] == std::vector<std::string>{"1", "16.0 KiB", "62.10 %", "4", "16.0 KiB", "200", "beta_cache", "beta.c:9"});
+    CHECK(sites[1] == std::vector<std::string>{"2", "9.8 KiB", "37.90 %", "20", "9.8 KiB", "100", "late_build", "app.c:42"});
+    auto totals = rows(b, "totals");
+    CHECK(totals[0] == std::vector<std::string>{"live at the peak", "25.8 KiB", ""});
+    CHECK(rows(b, "processes").size() == 2);
+    CHECK(b.eval("document.querySelectorAll('pre').length") == 0);
+
+    // A tooltip: the function, where it is, its share, its calls.
+    {
+        const auto [x, y] = centre(b, frame_expr("late_build"));
+        b.move(x, y);
+        CHECK(b.eval("getComputedStyle(document.getElementById('tip')).display") == "block");
+        CHECK(text(b, "tip") == "late_buildat app.c:42peak: 9.8 KiB (37.90 % of 25.8 KiB)"
+                                "calls: 20, allocated 9.8 KiB in the range");
+    }
+
+    // Hover on the chart: the time and the heap and RSS there.
+    {
+        const auto [x, y] = chart_point(b, html_ms(120));
+        b.move(x, y);
+        const std::string readout = text(b, "readout");
+        CHECK_MESSAGE(readout.rfind("0.1", 0) == 0, readout);
+        CHECK_MESSAGE(readout.find(": heap 9.8 KiB, RSS 3.0 MiB") != std::string::npos, readout);
+        const auto [x2, y2] = chart_point(b, html_ms(170));
+        b.move(x2, y2);
+        CHECK_MESSAGE(text(b, "readout").find(": heap 0 B, RSS 3.0 MiB") != std::string::npos, text(b, "readout"));
+    }
+
+    // Drag 5..140 ms: the range's live heap was early_build's alone; allocated there: early_build.
+    {
+        const auto [x0, y] = chart_point(b, html_ms(5));
+        const auto [x1, y1] = chart_point(b, html_ms(140));
+        b.drag(x0, y, x1, y1);
+        CHECK_MESSAGE(text(b, "range").rfind("range 0.00", 0) == 0, text(b, "range"));
+        std::vector<Box> ranged = boxes(b);
+        CHECK(names(ranged) == std::vector<std::string>{"all", "main", "build", "early_build"});
+        CHECK_MESSAGE(text(b, "scope").find("all processes, 0.00") == 0, text(b, "scope"));
+        CHECK_MESSAGE(text(b, "scope").find("end of the range's fullest bucket") != std::string::npos, text(b, "scope"));
+        sites = rows(b, "sites");
+        REQUIRE(sites.size() == 1);
+        CHECK(sites[0][1] == "9.8 KiB");
+        CHECK(sites[0][3] == "10");
+        click(b, "document.querySelector('button[data-view=allocations]')");
+        CHECK(names(boxes(b)) == std::vector<std::string>{"all", "main", "build", "early_build"});
+        CHECK(rows(b, "totals")[2] == std::vector<std::string>{"allocated", "9.8 KiB", "10"});
+        // Back to the whole recording: 84 allocations, temp_loop's 50 the most.
+        click(b, "document.getElementById('clear-range')");
+        CHECK(text(b, "range") == "whole recording");
+        sites = rows(b, "sites");
+        REQUIRE(sites.size() == 4);
+        CHECK(sites[0][1] == "50 calls");
+        CHECK(sites[0][6] == "temp_loop");
+        CHECK(rows(b, "totals")[2] == std::vector<std::string>{"allocated", "38.7 KiB", "84"});
+    }
+
+    // The temporary and leaked views.
+    click(b, "document.querySelector('button[data-view=temporary]')");
+    // temp_loop's 50, and early_build's last blocks (as the Analyzer's rule counts them: what
+    // the page shows is its figures, summed).
+    uint64_t early_temporary = 0;
+    for (const Site& s : a.sites)
+        if (s.frames->front()->function == "early_build") early_temporary = s.temporary_calls;
+    REQUIRE(early_temporary > 0);
+    CHECK(names(boxes(b)) == std::vector<std::string>{"all", "main", "temp_loop", "build", "early_build"});
+    CHECK(rows(b, "sites").at(0).at(1) == "50 calls");
+    CHECK(rows(b, "sites").at(1).at(1) == std::to_string(early_temporary) + " calls");
+    CHECK(rows(b, "totals")[3][2] == std::to_string(a.temporary_calls));
+    CHECK(a.temporary_calls == 50 + early_temporary);
+    click(b, "document.querySelector('button[data-view=leaked]')");
+    std::vector<Box> leaked = boxes(b);
+    CHECK(has(leaked, "late_build"));
+    CHECK(has(leaked, "beta_cache"));
+    CHECK_FALSE(has(leaked, "early_build"));
+    CHECK(rows(b, "totals")[1] == std::vector<std::string>{"leaked", "25.8 KiB", "24"});
+
+    // Inverted: the allocating functions right under "all", their callers below.
+    click(b, "document.getElementById('inverted')");
+    std::vector<Box> inverted = boxes(b);
+    REQUIRE(has(inverted, "late_build"));
+    REQUIRE(has(inverted, "main"));
+    CHECK(box(inverted, "late_build")->top == box(inverted, "all")->top + 17);
+    CHECK(box(inverted, "main")->top == box(inverted, "all")->top + 3 * 17);
+    click(b, "document.getElementById('inverted')");
+
+    // Zoom on build: it takes the whole width; its callers stay above, dimmed; beta is gone.
+    click(b, frame_expr("build"));
+    std::vector<Box> zoomed = boxes(b);
+    CHECK(box(zoomed, "build")->width == doctest::Approx(width));
+    CHECK(box(zoomed, "main")->dim);
+    CHECK(box(zoomed, "late_build")->width == doctest::Approx(width));
+    CHECK_FALSE(has(zoomed, "beta_cache"));
+    click(b, "document.getElementById('reset')");
+    CHECK(has(boxes(b), "beta_cache"));
+
+    // A search: matches highlighted and summed.
+    click(b, "document.getElementById('search')");
+    b.type("cache|late");
+    std::vector<std::string> lit;
+    for (const Box& x : boxes(b))
+        if (x.match) lit.push_back(x.name);
+    std::sort(lit.begin(), lit.end());
+    CHECK(lit == std::vector<std::string>{"beta_cache", "late_build"});
+    CHECK(text(b, "status") == "matched 25.8 KiB (100.00 %)");
+
+    // Process 200 alone: beta's site only, in every table.
+    b.eval("(() => { const s = document.getElementById('process'); s.value = '200'; "
+           "s.dispatchEvent(new Event('change')); })()");
+    CHECK(names(boxes(b)) == std::vector<std::string>{"all", "beta_main", "beta_cache"});
+    sites = rows(b, "sites");
+    REQUIRE(sites.size() == 1);
+    CHECK(sites[0][5] == "200");
+    CHECK_MESSAGE(text(b, "scope").rfind("process 200, the whole recording", 0) == 0, text(b, "scope"));
+    auto fns = rows(b, "functions");
+    REQUIRE(fns.size() == 2);
+    CHECK(fns[0] == std::vector<std::string>{"beta_cache", "16.0 KiB", "100.00 %", "16.0 KiB", "4"});
+    CHECK(fns[1] == std::vector<std::string>{"beta_main", "16.0 KiB", "100.00 %", "0 B", "4"});
+}
+
+int main(int argc, char** argv) {
+    if (chromium_path().empty()) {
+        const char* require = std::getenv("MEMTRACK_REQUIRE_BPF");
+        std::puts("SKIP: chromium is not installed (apt-get install chromium; scripts/deps.sh does)");
+        return require && std::string(require) == "1" ? 1 : 77;
+    }
+    std::signal(SIGPIPE, SIG_IGN);
+    doctest::Context context;
+    context.applyCommandLine(argc, argv);
+    return context.run();
+}
