@@ -22,7 +22,6 @@ namespace memtrack {
 
 struct PythonLayout;
 
-inline constexpr const char* kPythonModule = "[python]";
 inline constexpr const char* kPythonUnnamed = "?";  // no Python identifier is "?"
 
 // The line of code unit `index` in a line table: 3.10's co_linetable (pairs of byte-offset and
