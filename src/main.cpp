@@ -132,6 +132,8 @@ int main(int argc, char** argv) {
     r->add_option("--window", report.window, "narrow every section to window N, or the one a mark NAME names");
     r->add_option("--focus", report.focus, "only stacks with a frame whose function, file or module matches REGEX");
     r->add_option("--ignore", report.ignore, "leave out stacks with a frame whose function, file or module matches REGEX");
+    r->add_flag("--python-only", report.python_only,
+                "a stack with Python frames shows only those (the interpreter's native frames between them folded)");
     r->add_option("--min-size", report.min_size, "only allocations of at least this size (4096, 64KiB)");
     r->add_option("--max-size", report.max_size, "only allocations of at most this size");
     r->add_option("--diff", report.diff_base, "per-site changes from BASE (an artifact) to ARTIFACT");

@@ -42,6 +42,9 @@ struct SymbolizerCounters {
     Counter module_load_ns;      // modules loaded on the strand, not by the preload thread
     Counter max_queued_batches;  // the most stack batches seen waiting (bound: the queue's size)
     Counter jit_frames;          // frames named by a process's perf map
+    // Python frames written unnamed ("?"): their code object could not be read while the stack
+    // was fresh (the process gone, or not held and already past it).
+    Counter python_frames_unnamed;
     // Answers to stacks whose process mapped new code: all of /proc/PID/maps read, or only
     // the objects the loader added (AddedCode); and stragglers found among those added.
     Counter maps_full_reads;

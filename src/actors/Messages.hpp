@@ -13,6 +13,7 @@
 #include "core/Result.hpp"
 #include "core/Strand.hpp"
 #include "format/Record.hpp"
+#include "format/StacksFile.hpp"  // Frame
 #include "symbols/ProcessMaps.hpp"
 
 namespace memtrack {
@@ -23,6 +24,10 @@ struct StackSample {
     int32_t pid = 0;
     uint16_t flags = 0;  // MT_STACK_NEW_MAPS, MT_STACK_HELD, MT_STACK_LOADER_CODE
     std::vector<uint64_t> ips;
+    // The frames of its Python slots (bpf/python.h), in order, named by Symbolizer::read_new_maps
+    // while the process was held at this stack: a code object lives in the process's memory
+    // only, and may be freed, or another one made at its address, once it runs on.
+    std::vector<Frame> python;
 };
 
 // What a stack that said its process's mappings changed was answered with: all of them, or only

@@ -97,7 +97,7 @@ void RingConsumer::read_chunk() {
                 ++bad_len;
                 return;
             }
-            batch->stacks.push_back(StackSample{r->hash, int32_t(r->pid), r->flags, {r->ips, r->ips + r->nr}});
+            batch->stacks.push_back(StackSample{r->hash, int32_t(r->pid), r->flags, {r->ips, r->ips + r->nr}, {}});
         });
     }
     const uint64_t after = ring_.consumer_pos();

@@ -29,7 +29,7 @@ Result<void> Symbolizer::finish_file() {
 }
 
 void Symbolizer::read_new_maps(RecordBatch& b) {
-    for (const StackSample& s : b.stacks) {
+    for (StackSample& s : b.stacks) {
         if (s.flags & MT_STACK_NEW_MAPS) {
             const uint64_t t0 = monotonic_ns();
             std::optional<std::vector<Mapping>> added;
@@ -44,12 +44,17 @@ void Symbolizer::read_new_maps(RecordBatch& b) {
             }
             log::info("symbols: mappings of {} read in {:.2f} ms", s.pid, double(monotonic_ns() - t0) / 1e6);
         }
-        // The code objects its Python frames name, read while they exist (cached for the strand).
+        // Its Python frames, named from the code objects as they are now, while they exist.
+        s.python.clear();
         for (uint64_t ip : s.ips)
-            if (ip & MT_PY_FRAME) python_.resolve(s.pid, ip);
-        // BPF paused the process at this stack so that these reads could not miss it.
-        if ((s.flags & MT_STACK_HELD) && holds_) holds_->release(uint32_t(s.pid), MT_HOLD_SNAPSHOT);
+            if (ip & MT_PY_FRAME) s.python.push_back(python_.resolve(s.pid, ip));
     }
+    // BPF paused the process at these stacks so that these reads could not miss them. Released
+    // after the whole batch is read: a stack another thread took while the process was held
+    // for this one could not take the pause itself, and is read before the process runs on.
+    if (holds_)
+        for (const StackSample& s : b.stacks)
+            if (s.flags & MT_STACK_HELD) holds_->release(uint32_t(s.pid), MT_HOLD_SNAPSHOT);
 }
 
 void Symbolizer::install(MapsRead read) {
@@ -131,11 +136,15 @@ void Symbolizer::write_batch(const RecordBatch& b) {
                                                 return (ip & MT_PY_FRAME) != 0;
                                             }) - s.ips.begin());
         size_t next_py = native_end;
-        // One eval loop's Python frames, innermost first, through the one it was entered with.
+        // One eval loop's Python frames, innermost first, through the one it was entered with:
+        // as read_new_maps named them (s.python[i] is slot native_end + i).
         auto take_python = [&] {
             while (next_py < s.ips.size()) {
-                const uint64_t slot = s.ips[next_py++];
-                frames.push_back(python_.resolve(s.pid, slot));
+                const uint64_t slot = s.ips[next_py];
+                const size_t i = next_py++ - native_end;
+                Frame f = i < s.python.size() ? s.python[i] : PythonCode::unnamed(slot);
+                if (!PythonCode::named(f)) counters_.python_frames_unnamed.add();
+                frames.push_back(std::move(f));
                 if (slot & MT_PY_ENTRY) break;
             }
         };

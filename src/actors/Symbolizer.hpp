@@ -70,7 +70,7 @@ private:
     AddedCode* added_;
     std::unique_ptr<Resolver> resolver_;
     // Names the Python frames: read_new_maps reads their code objects while the process is
-    // held, the strand names them from its cache.
+    // held and hands the names to the strand with the stack (StackSample::python).
     mutable PythonCode python_;
     std::chrono::microseconds delay_per_stack_;
     SymbolizerCounters counters_;

@@ -53,6 +53,7 @@ uint64_t duration_option(const char* name, const std::string& text) {
 LoadOptions load_options(const ReportOptions& opt) {
     LoadOptions l;
     l.stacks_file = opt.stacks_file;
+    l.python_only = opt.python_only;
     l.temporary_threshold = opt.temporary_threshold;
     l.progress = true;
     l.site_timeline = opt.format == "html";

@@ -24,6 +24,7 @@ struct ReportOptions {
     std::string min_size, max_size;
     std::string diff_base;         // --diff BASE
     std::vector<std::string> fail_if;
+    bool python_only = false;      // --python-only: only the Python frames of stacks that have some
 };
 
 // 0: written; 1: an error (one line on stderr, nothing written); 2: bad options;

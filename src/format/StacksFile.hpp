@@ -17,6 +17,10 @@ namespace memtrack {
 // address as captured, while function/file/line describe the call instruction just before it.
 // One captured address becomes several frames when calls were inlined there: the inlined ones
 // (inlined = true) come first, innermost first, then the function that really contains the code.
+// The module of a Python frame (src/bpf/python.h): its function, file and line are the Python
+// code's, its ip the slot BPF pushed.
+inline constexpr const char* kPythonModule = "[python]";
+
 struct Frame {
     uint64_t ip = 0;
     std::string module;    // the mapped file's path as the process saw it, or "[vdso]"; empty: unknown

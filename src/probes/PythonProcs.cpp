@@ -1,6 +1,7 @@
 #include "probes/PythonProcs.hpp"
 
 #include <bpf/bpf.h>
+#include <sys/uio.h>
 
 #include "bpf/python.h"
 #include "core/Log.hpp"
@@ -36,11 +37,22 @@ Result<void> PythonProcs::describe(pid_t pid) {
         if (!segments) return segments.error();
         const auto bias = mapping_bias(*segments, m.start, m.offset);
         if (!bias) continue;
-        mt_python_proc p = layout->walk;
-        p.runtime = *vaddr + *bias;
+        const uint64_t runtime = *vaddr + *bias;
+        // The interpreter's own offsets where it publishes them (3.13+), else the table's.
+        std::optional<PythonLayout> published;
+        if (layout->minor >= 13) {
+            unsigned char bytes[kPythonDebugOffsetsBytes];
+            iovec local{bytes, sizeof(bytes)};
+            iovec remote{reinterpret_cast<void*>(runtime), sizeof(bytes)};
+            if (::process_vm_readv(pid, &local, 1, &remote, 1, 0) == ssize_t(sizeof(bytes)))
+                published = python_layout_from_debug_offsets(*layout, bytes, sizeof(bytes));
+        }
+        mt_python_proc p = published ? published->walk : layout->walk;
+        p.runtime = runtime;
         const uint32_t key = uint32_t(pid);
         if (::bpf_map_update_elem(procs_fd_, &key, &p, BPF_ANY) != 0) return errno_error("bpf_map_update_elem", "python_procs");
-        log::info("python: process {} runs CPython 3.{} ({}), _PyRuntime at {:#x}", pid, layout->minor, m.path, p.runtime);
+        log::info("python: process {} runs CPython 3.{} ({}), _PyRuntime at {:#x}, offsets from {}", pid, layout->minor,
+                  m.path, p.runtime, published ? "its _Py_DebugOffsets" : "memtrack's table");
         return {};
     }
     forget(pid);

@@ -36,7 +36,7 @@ Result<Loaded> load(const std::string& artifact, const LoadOptions& opt) {
         }
     }
     if (!stacks_path.empty()) {
-        auto table = StackTable::load(stacks_path);
+        auto table = StackTable::load(stacks_path, opt.python_only);
         if (!table) return naming(stacks_path, table.error());
         *out.stacks = std::move(table).value();
     }

@@ -28,6 +28,7 @@ struct LoadOptions {
     uint64_t temporary_threshold = 1;
     bool progress = false;  // a progress line on stderr (on a terminal, past a second)
     bool site_timeline = false;  // Analysis::site_timeline too (--format html)
+    bool python_only = false;  // --python-only: stacks as python_only() keeps them (StackTable.hpp)
 };
 
 // Errors name the file: a damaged or unreadable artifact, a stacks file named with --stacks

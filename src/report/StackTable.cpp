@@ -1,5 +1,7 @@
 #include "report/StackTable.hpp"
 
+#include <algorithm>
+
 #include <boost/container_hash/hash.hpp>
 #include <fmt/format.h>
 
@@ -77,11 +79,19 @@ std::string StackTable::add(uint64_t hash, const std::vector<Frame>& frames) {
     return {};
 }
 
-Result<StackTable> StackTable::load(const std::string& path) {
+std::vector<Frame> python_only(std::vector<Frame> frames) {
+    auto native = [](const Frame& f) { return f.module != kPythonModule; };
+    if (std::all_of(frames.begin(), frames.end(), native)) return frames;
+    frames.erase(std::remove_if(frames.begin(), frames.end(), native), frames.end());
+    return frames;
+}
+
+Result<StackTable> StackTable::load(const std::string& path, bool python_only) {
     StackTable table;
     std::string refused;
     auto read = read_stacks(path, [&](uint64_t hash, int32_t, std::vector<Frame>&& frames) {
-        if (refused.empty()) refused = table.add(hash, frames);
+        if (!refused.empty()) return;
+        refused = table.add(hash, python_only ? report::python_only(std::move(frames)) : frames);
     });
     if (!read) return read.error();
     if (!refused.empty()) return Error{"read", path, 0, refused};

@@ -22,10 +22,16 @@ namespace memtrack::report {
 // A stack's frames, innermost first; each points into its StackTable, which outlives it.
 using StackFrames = std::vector<const Frame*>;
 
+// `report --python-only`: a stack with Python frames (module kPythonModule) keeps only those,
+// the native code above, between and below them (the interpreter's, extensions') folded away;
+// a stack without any is kept whole, so that no allocation loses its site.
+std::vector<Frame> python_only(std::vector<Frame> frames);
+
 class StackTable {
 public:
-    // Reads `path`; a hash written twice keeps the later stack, as docs/FORMATS.md says.
-    static Result<StackTable> load(const std::string& path);
+    // Reads `path`; a hash written twice keeps the later stack, as docs/FORMATS.md says. With
+    // `python_only`, each stack is what python_only() keeps of it.
+    static Result<StackTable> load(const std::string& path, bool python_only = false);
     // An empty table, for a report without a stacks file.
     StackTable() = default;
     StackTable(StackTable&&) = default;

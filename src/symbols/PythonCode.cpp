@@ -149,11 +149,16 @@ void PythonCode::note_maps(const ProcessMaps& maps, bool added_only) {
     if (layout || !added_only) layouts_[maps.pid()] = layout;
 }
 
-Frame PythonCode::resolve(int pid, uint64_t slot) {
+Frame PythonCode::unnamed(uint64_t slot) {
     Frame f;
     f.ip = slot;
     f.module = kPythonModule;
-    f.function = "?";
+    f.function = kPythonUnnamed;
+    return f;
+}
+
+Frame PythonCode::resolve(int pid, uint64_t slot) {
+    Frame f = unnamed(slot);
     std::lock_guard lock(mu_);
     auto known = layouts_.find(pid);
     const PythonLayout* l = known == layouts_.end() ? nullptr : known->second;

@@ -3,10 +3,12 @@
 // file and the line of an instruction, read from the process's memory (process_vm_readv) with
 // the layout of the CPython version it maps (PythonLayout).
 //
-// Cached by (pid, code object address). A code object can be freed and another one made at its
-// address: each lookup reads the object's header again (one read) and uses the cache only when
-// its type and the name, file and line-table pointers are the ones cached; a new object is
-// accepted only when its type is named "code". A process that has exited keeps what was cached.
+// Read while the process is held at the stack that names the code object (Symbolizer::
+// read_new_maps): once it runs on, the object may be freed (a module's body, an exec'd string)
+// and another one made at its address, so a frame is named once, then, and never read again.
+// Cached by (pid, code object address): each lookup reads the object's header again (one read)
+// and uses the cache only when its type and the name, file and line-table pointers are the ones
+// cached; a new object is accepted only when its type is named "code".
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -20,7 +22,7 @@ namespace memtrack {
 
 struct PythonLayout;
 
-inline constexpr const char* kPythonModule = "[python]";
+inline constexpr const char* kPythonUnnamed = "?";  // no Python identifier is "?"
 
 // The line of code unit `index` in a line table: 3.10's co_linetable (pairs of byte-offset and
 // line deltas) when `minor` is 10, PEP 657's location table (3.11+) otherwise. 0 when it has none.
@@ -33,6 +35,9 @@ public:
     // The process's CPython version comes from the mappings last noted for it (note_maps).
     // Thread-safe.
     Frame resolve(int pid, uint64_t slot);
+    // The frame of a slot that was not (or could not be) read, and whether a frame is named.
+    static Frame unnamed(uint64_t slot);
+    static bool named(const Frame& f) { return f.function != kPythonUnnamed; }
     // pid's mappings (a new image, new code): which CPython layout its frames have. With
     // `added_only` (what a dlopen added, AddedCode) a layout found is noted, none found changes
     // nothing: the interpreter was mapped before.

@@ -1,6 +1,8 @@
 #include "symbols/PythonLayout.hpp"
 
 #include <charconv>
+#include <cstdint>
+#include <cstring>
 
 namespace memtrack {
 
@@ -39,6 +41,43 @@ const PythonLayout* python_layout(int minor) {
     for (const PythonLayout& l : kLayouts)
         if (l.minor == minor) return &l;
     return nullptr;
+}
+
+std::optional<PythonLayout> python_layout_from_debug_offsets(const PythonLayout& table, const unsigned char* bytes,
+                                                             size_t size) {
+    if (size < kPythonDebugOffsetsBytes || std::memcmp(bytes, "xdebugpy", 8) != 0) return std::nullopt;
+    auto at = [&](size_t off) {
+        uint64_t v;
+        std::memcpy(&v, bytes + off, 8);
+        return v;
+    };
+    // version is PY_VERSION_HEX: 0x030d00f0 for 3.13.0.
+    if ((at(8) >> 24) != 3 || int((at(8) >> 16) & 0xff) != table.minor) return std::nullopt;
+    PythonLayout l = table;
+    bool fits = true;
+    auto set = [&](uint16_t& field, size_t off) {
+        const uint64_t v = at(off);
+        fits = fits && v <= UINT16_MAX;
+        field = uint16_t(v);
+    };
+    // Offsets within _Py_DebugOffsets of 3.13.0 (`ptype /o struct _Py_DebugOffsets`, gdb).
+    set(l.walk.interp_head, 40);      // runtime_state.interpreters_head
+    set(l.walk.threads_head, 72);     // interpreter_state.threads_head
+    set(l.walk.tstate_next, 168);     // thread_state.next
+    set(l.walk.tstate_frame, 184);    // thread_state.current_frame
+    set(l.walk.tstate_thread, 192);   // thread_state.thread_id
+    set(l.walk.frame_previous, 232);  // interpreter_frame.previous
+    set(l.walk.frame_code, 240);      // interpreter_frame.executable
+    set(l.walk.frame_instr, 248);     // interpreter_frame.instr_ptr
+    set(l.walk.frame_owner, 264);     // interpreter_frame.owner
+    set(l.co_filename, 280);          // code_object.filename
+    set(l.co_name, 288);
+    set(l.co_qualname, 296);
+    set(l.co_linetable, 304);
+    set(l.co_firstlineno, 312);
+    set(l.walk.code_adaptive, 344);   // code_object.co_code_adaptive
+    if (!fits) return std::nullopt;
+    return l;
 }
 
 std::optional<int> python_minor_from_path(std::string_view path) {

@@ -3,6 +3,7 @@
 // (bpf/python.h) and the code and string objects' fields, per minor version. The version is
 // read from the runtime's file name (`python3.N`, `libpython3.N.so...`), the file that defines
 // `_PyRuntime`.
+#include <cstddef>
 #include <optional>
 #include <string_view>
 
@@ -23,6 +24,16 @@ struct PythonLayout {
 
 // The layout of CPython 3.`minor`; nullptr for a version memtrack does not walk.
 const PythonLayout* python_layout(int minor);
+
+// 3.13+ publishes its own offsets: _Py_DebugOffsets, the first member of _PyRuntime
+// (Include/internal/pycore_runtime.h), statically initialized, so readable before the runtime
+// starts. kPythonDebugOffsetsBytes of it, from its "xdebugpy" cookie to the code object's
+// co_code_adaptive, are what the walk and the names need. Returns `table` with every field
+// _Py_DebugOffsets gives replaced by its value; nullopt when `bytes` do not start with the
+// cookie, name another minor version, or give an offset past what a field can hold.
+inline constexpr size_t kPythonDebugOffsetsBytes = 352;
+std::optional<PythonLayout> python_layout_from_debug_offsets(const PythonLayout& table, const unsigned char* bytes,
+                                                             size_t size);
 // The minor version of a CPython runtime file named `path`; nullopt when the name is not one.
 std::optional<int> python_minor_from_path(std::string_view path);
 

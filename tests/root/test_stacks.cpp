@@ -1517,6 +1517,28 @@ TEST_CASE("stacks: Python frames (3.10-3.13) replace the eval loop's, frame for 
                        {qual("Thread", "_bootstrap"), "threading.py", 0}}},
         };
         const std::vector<Resolved> resolved = dump_resolved(t.result.artifact);
+        // Every Python frame of the run is named, and named right: a code object freed after its
+        // stack (a module's body, an exec'd string) was shown as "?", one made at its address
+        // later lent its name, when frames were read again at write time. The script's own
+        // functions run under its module's frame or the thread's bootstrap, nowhere else.
+        CHECK(stats_u64(t.result.stats, "python_frames_unnamed") == 0);
+        size_t unnamed = 0, misplaced = 0;
+        for (const Resolved& r : resolved) {
+            const ResolvedFrame* outermost = nullptr;
+            bool script = false;
+            for (const ResolvedFrame& f : r.frames) {
+                if (f.module != "[python]") continue;
+                outermost = &f;
+                unnamed += f.function == "?";
+                script = script || base_name(f.file) == src;
+            }
+            if (script && !(outermost->function == "<module>" && base_name(outermost->file) == src) &&
+                outermost->function != qual("Thread", "_bootstrap")) {
+                if (misplaced++ == 0) MESSAGE("a frame of ", src, " outside it:", show(r.frames));
+            }
+        }
+        CHECK_MESSAGE(unnamed == 0, unnamed, " Python frames named \"?\" among ", resolved.size(), " events");
+        CHECK(misplaced == 0);
         for (const auto& [size, frames] : want) {
             CAPTURE(size);
             const auto events = with_size(resolved, size);

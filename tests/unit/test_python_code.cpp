@@ -4,9 +4,16 @@
 // (co_positions() in 3.11+, co_lines() in 3.10).
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "probes/ElfSymbols.hpp"
+#include "symbols/ElfFile.hpp"
 #include "symbols/PythonCode.hpp"
 #include "symbols/PythonLayout.hpp"
 
@@ -59,4 +66,60 @@ TEST_CASE("python: runtime files are named python3.N or libpython3.N") {
           std::nullopt);
     CHECK(python_layout(11) != nullptr);
     CHECK(python_layout(9) == nullptr);  // not walked: no table for it
+}
+
+TEST_CASE("python: 3.13's _Py_DebugOffsets, read from _PyRuntime, agree with the table") {
+    const PythonLayout* table = python_layout(13);
+    REQUIRE(table);
+    std::vector<unsigned char> bad(kPythonDebugOffsetsBytes, 0);
+    CHECK_FALSE(python_layout_from_debug_offsets(*table, bad.data(), bad.size()));
+    // pyenv's 3.13 where the machine has it: _PyRuntime's initial bytes, as the file maps them.
+    const char* home = std::getenv("HOME");
+    const std::string root = std::string(home ? home : "/root") + "/.pyenv/versions";
+    std::string lib;
+    std::error_code ec;
+    for (const auto& d : std::filesystem::directory_iterator(root, ec))
+        if (d.path().filename().string().starts_with("3.13.") && std::filesystem::exists(d.path() / "lib/libpython3.13.so.1.0"))
+            lib = (d.path() / "lib/libpython3.13.so.1.0").string();
+    if (lib.empty()) {
+        MESSAGE("SKIP: no pyenv 3.13 (libpython3.13.so) under ", root);
+        return;
+    }
+    CAPTURE(lib);
+    auto symbols = ElfSymbols::load(lib, {"_PyRuntime"});
+    REQUIRE(symbols);
+    const auto vaddr = symbols->object_vaddr("_PyRuntime");
+    REQUIRE(vaddr);
+    auto file = open_elf(lib);
+    REQUIRE(file);
+    auto segments = load_segments(file->elf.get(), lib);
+    REQUIRE(segments);
+    std::optional<uint64_t> offset;
+    for (const LoadSegment& s : *segments)
+        if (*vaddr >= s.vaddr && *vaddr + kPythonDebugOffsetsBytes <= s.vaddr + s.filesz) offset = s.offset + (*vaddr - s.vaddr);
+    REQUIRE(offset);
+    std::ifstream in(lib, std::ios::binary);
+    std::vector<unsigned char> bytes(kPythonDebugOffsetsBytes);
+    in.seekg(std::streamoff(*offset));
+    REQUIRE(in.read(reinterpret_cast<char*>(bytes.data()), std::streamsize(bytes.size())));
+    const auto read = python_layout_from_debug_offsets(*table, bytes.data(), bytes.size());
+    REQUIRE(read);
+    const mt_python_proc &r = read->walk, &t = table->walk;
+    CHECK(r.interp_head == t.interp_head);
+    CHECK(r.threads_head == t.threads_head);
+    CHECK(r.tstate_next == t.tstate_next);
+    CHECK(r.tstate_thread == t.tstate_thread);
+    CHECK(r.tstate_frame == t.tstate_frame);
+    CHECK(r.frame_code == t.frame_code);
+    CHECK(r.frame_previous == t.frame_previous);
+    CHECK(r.frame_instr == t.frame_instr);
+    CHECK(r.frame_owner == t.frame_owner);
+    CHECK(r.code_adaptive == t.code_adaptive);
+    CHECK(read->co_filename == table->co_filename);
+    CHECK(read->co_name == table->co_name);
+    CHECK(read->co_qualname == table->co_qualname);
+    CHECK(read->co_linetable == table->co_linetable);
+    CHECK(read->co_firstlineno == table->co_firstlineno);
+    // Another minor version's bytes are not taken for 3.13's.
+    CHECK_FALSE(python_layout_from_debug_offsets(*python_layout(12), bytes.data(), bytes.size()));
 }

@@ -718,3 +718,54 @@ TEST_CASE("report: --fail-if exits 3 with its verdict, the report written all th
     CHECK(c.rc == 0);
     CHECK(c.err == "");
 }
+
+TEST_CASE("report: --python-only keeps a stack's Python frames and folds the native ones between them") {
+    auto native = [](uint64_t ip, const char* function) { return Frame{ip, "/usr/bin/python3.11", "", function, "x.c", 1, false}; };
+    auto py = [](uint64_t ip, const char* function, uint32_t line) {
+        return Frame{ip, kPythonModule, "", function, "/src/app.py", line, false};
+    };
+    const Frame malloc_ = native(0x10, "malloc"), resize = native(0x20, "PyByteArray_Resize"),
+                call = native(0x30, "_PyObject_Call"), json_c = native(0x38, "scanner_call"),
+                bytes_main = native(0x40, "Py_BytesMain"), fill = py(1, "Store.fill", 11), main_ = py(2, "main", 40),
+                module = py(3, "<module>", 50);
+    Scenario s;
+    // Two stacks with the same Python frames and different C code between them, and a stack
+    // with no Python frame (the interpreter's start-up).
+    s.stacks = {{0xa1, 1, {malloc_, resize, fill, call, main_, module, bytes_main}},
+                {0xa2, 1, {malloc_, resize, fill, json_c, main_, module, bytes_main}},
+                {0xa3, 1, {malloc_, bytes_main}}};
+    s.events = {make_event(EventKind::Malloc, 1, 1, kStart, 0x1000, 100, 0xa1),
+                make_event(EventKind::Malloc, 1, 1, kStart + 1, 0x2000, 200, 0xa2),
+                make_event(EventKind::Malloc, 1, 1, kStart + 2, 0x3000, 7, 0xa3)};
+    CHECK(python_only(s.stacks[0].frames) == std::vector<Frame>{fill, main_, module});
+    CHECK(python_only(s.stacks[2].frames) == s.stacks[2].frames);
+
+    TempDir dir;
+    ReportOptions opt;
+    opt.artifact = write_scenario(dir, s);
+    opt.cost = "allocated";
+    opt.format = "folded";
+    CHECK(run_captured(dir, opt).out ==
+          "Py_BytesMain;<module>;main;_PyObject_Call;Store.fill;PyByteArray_Resize;malloc 100\n"
+          "Py_BytesMain;<module>;main;scanner_call;Store.fill;PyByteArray_Resize;malloc 200\n"
+          "Py_BytesMain;malloc 7\n");
+    opt.python_only = true;
+    // One site now: the two stacks differ only in the C code folded away.
+    CHECK(run_captured(dir, opt).out == "<module>;main;Store.fill 300\nPy_BytesMain;malloc 7\n");
+    opt.format = "json";
+    const Captured c = run_captured(dir, opt);
+    REQUIRE(c.rc == 0);
+    const json::value v = json::parse(c.out);
+    std::vector<std::vector<std::string>> sites;
+    for (const json::value& site : v.at("allocated").as_array()) {
+        std::vector<std::string> frames;
+        for (const json::value& f : site.at("frames").as_array()) frames.push_back(std::string(f.at("function").as_string()));
+        sites.push_back(frames);
+    }
+    CHECK(sites == std::vector<std::vector<std::string>>{{"Store.fill", "main", "<module>"}, {"malloc", "Py_BytesMain"}});
+    opt.format = "text";
+    const std::string text = run_captured(dir, opt).out;
+    CHECK(text.find("Store.fill") != std::string::npos);
+    CHECK(text.find("_PyObject_Call") == std::string::npos);
+    CHECK(text.find("scanner_call") == std::string::npos);
+}
