@@ -258,7 +258,7 @@ TEST_CASE("report: a recording with known leaks, peak and temporaries, in every 
     SUBCASE("--fail-if exits 3 with one line") {
         RunResult r = report(artifact, {"--format", "json", "-o", rec.dir / "r.json", "--fail-if", "leaked>0"});
         CHECK_MESSAGE(r.status == 3, r.describe());
-        CHECK(r.err == "memtrack: report: fail-if: leaked>0 holds: leaked = 36033\n");
+        CHECK(r.err == "memtrack: report: fail-if: leaked>0 holds: leaked = 36033 B (35.2 KiB)\n");
         r = report(artifact, {"--format", "json", "-o", rec.dir / "r.json", "--fail-if", "leaked>36033"});
         CHECK_MESSAGE(r.status == 0, r.describe());
     }
