@@ -73,7 +73,7 @@ bool hidden(const Frame& f, const std::regex& re) {
 }  // namespace
 
 std::string shown_name_with_run(const ShownFrame& f) {
-    return f.run > 1 ? fmt::format("{} x{}", f.name, f.run) : f.name;
+    return f.run > 1 ? fmt::format("{} x{}", f.name, f.run) : std::string(f.name);
 }
 
 std::string elide_templates(std::string_view name) {
@@ -132,7 +132,10 @@ const FrameFolder::FrameView& FrameFolder::view(const Frame* f) {
     if (!fresh) return it->second;
     FrameView& v = it->second;
     v.fold = (!opt_.keep_frames && folded_by_default(*f)) || (opt_.hide && hidden(*f, *opt_.hide));
-    v.name = f->function.empty() || opt_.full_names ? f->function : elide_templates(f->function);
+    if (f->function.empty())
+        v.name = f->module.empty() ? "[unknown]" : fmt::format("[{}]", std::filesystem::path(f->module).filename().string());
+    else
+        v.name = opt_.full_names ? f->function : elide_templates(f->function);
     v.file = trim_build_path(f->file);
     return v;
 }
@@ -156,13 +159,12 @@ const ShownStack& FrameFolder::fold(const StackFrames& frames) {
             }
         }
         ShownFrame shown;
+        shown.name = v.name;
         shown.module = f->module;
         shown.inlined = f->inlined;
         if (f->function.empty()) {
-            shown.name = f->module.empty() ? "[unknown]" : fmt::format("[{}]", std::filesystem::path(f->module).filename().string());
             shown.run = 1;
         } else {
-            shown.name = v.name;
             shown.file = v.file;
             shown.line = f->line;
         }
@@ -172,7 +174,7 @@ const ShownStack& FrameFolder::fold(const StackFrames& frames) {
         // Everything folded: the innermost frame stays, so the stack still names its allocator.
         const Frame* f = frames.front();
         const FrameView& v = view(f);
-        s.frames.push_back(ShownFrame{f->function.empty() ? "[unknown]" : v.name, v.file, f->line, f->module, f->inlined, 0});
+        s.frames.push_back(ShownFrame{v.name, v.file, f->line, f->module, f->inlined, 0});
         --s.folded;
     }
     return s;

@@ -48,7 +48,7 @@ void fold_sites(Analysis& a, FrameFolder& folder, bool packages) {
         s.shown = &folder.fold(*s.frames);
         if (!seen.try_emplace(s.shown, true).second) continue;
         for (const ShownFrame& f : s.shown->frames)
-            if (f.run > 0 && !f.module.empty()) unresolved[f.module] += f.run;
+            if (f.run > 0 && !f.module.empty()) unresolved[std::string(f.module)] += f.run;
     }
     a.unresolved.clear();
     for (const auto& [module, frames] : unresolved)

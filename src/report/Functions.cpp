@@ -16,7 +16,7 @@ namespace {
 std::vector<std::string> names_of(const Site& s) {
     std::vector<std::string> out;
     if (s.shown) {
-        for (const ShownFrame& f : s.shown->frames) out.push_back(f.name);
+        for (const ShownFrame& f : s.shown->frames) out.emplace_back(f.name);
     } else if (s.frames && !s.frames->empty()) {
         for (const Frame* f : *s.frames) out.push_back(frame_name(*f));
     } else {
