@@ -121,7 +121,8 @@ int main(int argc, char** argv) {
     r->add_option("--limit", report.limit, "sites per section (default 10)");
     r->add_option("--cost", report.cost, "folded: peak, leaked, allocated, allocations or temporary (default peak)");
     r->add_option("--temporary-threshold", report.temporary_threshold,
-                  "temporary: freed with at most N other allocations of its thread in between (default 1)");
+                  "temporary: released with at most N other heap events of its process in between (default 0: "
+                  "heaptrack's)");
     r->add_option("--pid", report.pids, "only these processes (repeatable)")->allow_extra_args(false);
     r->add_option("--command", report.command,
                   "only the processes whose command line matches REGEX (needs the timeline beside the artifact)");
@@ -136,6 +137,18 @@ int main(int argc, char** argv) {
                 "a stack with Python frames shows only those (the interpreter's native frames between them folded)");
     r->add_option("--min-size", report.min_size, "only allocations of at least this size (4096, 64KiB)");
     r->add_option("--max-size", report.max_size, "only allocations of at most this size");
+    r->add_option("--by", report.by, "text, json: 'function' lists allocating functions instead of sites");
+    r->add_flag("--bottom-up", report.bottom_up, "text, json: allocating functions, then their callers, as a tree");
+    r->add_flag("--top-down", report.top_down, "text, json: from the outermost frames to the allocating ones, as a tree");
+    r->add_option("--caller-callee", report.caller_callee,
+                  "text, json: FUNCTION's own figures, its callers' and its callees' (a name or part of one)");
+    r->add_option("--hide-frames", report.hide_frames,
+                  "fold frames whose function, file or module matches REGEX too (shown as a count)");
+    r->add_flag("--keep-frames", report.keep_frames,
+                "keep every frame: no default folding of start-up and allocator frames, no runs of unresolved ones");
+    r->add_flag("--full-names", report.full_names, "keep template arguments in function names");
+    r->add_option("--suppressions", report.suppressions,
+                  "FILE of leak:PATTERN lines: leaks with a frame matching a PATTERN are reported apart");
     r->add_option("--diff", report.diff_base, "per-site changes from BASE (an artifact) to ARTIFACT");
     r->add_option("--fail-if", report.fail_if,
                   "exit 3 when EXPR holds: leaked>0, peak>256MiB, calls>1e6, peak_delta>5%, "

@@ -16,6 +16,8 @@
 #include "report/Diff.hpp"
 #include "report/FailIf.hpp"
 #include "report/FrameNames.hpp"
+#include "report/Functions.hpp"
+#include "report/Owners.hpp"
 #include "report/Load.hpp"
 #include "report/Output.hpp"
 #include "report/Units.hpp"
@@ -70,6 +72,10 @@ LoadOptions load_options(const ReportOptions& opt) {
     if (!opt.min_size.empty()) f.min_size = size_option("--min-size", opt.min_size);
     if (!opt.max_size.empty()) f.max_size = size_option("--max-size", opt.max_size);
     if (f.min_size > f.max_size) throw BadOption{"--min-size is above --max-size"};
+    if (!opt.hide_frames.empty()) l.fold.hide = regex_option("--hide-frames", opt.hide_frames);
+    l.fold.keep_frames = opt.keep_frames;
+    l.fold.full_names = opt.full_names;
+    l.debug_packages = opt.format == "text";
     return l;
 }
 
@@ -158,7 +164,18 @@ int run(const ReportOptions& opt) {
         if (!check) throw BadOption{check.error().message()};
         if (auto windows = check_window_metrics(conditions); !windows) throw BadOption{windows.error().message()};
     }
-    const LoadOptions lo = load_options(opt);
+    if (opt.by != "site" && opt.by != "function") throw BadOption{fmt::format("--by '{}': site or function", opt.by)};
+    const int views = int(opt.by == "function") + int(opt.bottom_up) + int(opt.top_down) + int(!opt.caller_callee.empty());
+    if (views > 1) throw BadOption{"--by function, --bottom-up, --top-down and --caller-callee are one view each: choose one"};
+    if (views == 1 && opt.format != "text" && opt.format != "json")
+        throw BadOption{"--by function, --bottom-up, --top-down and --caller-callee print text or json"};
+    if (views == 1 && !opt.diff_base.empty()) throw BadOption{"--diff compares sites: it has no function views"};
+    LoadOptions lo = load_options(opt);
+    if (!opt.suppressions.empty()) {
+        auto patterns = load_suppressions(opt.suppressions);
+        if (!patterns) return fail(patterns.error().message());
+        lo.suppressions = std::move(patterns).value();
+    }
 
     auto loaded = load(opt.artifact, lo);
     if (!loaded) return fail(loaded.error().message());
@@ -179,7 +196,16 @@ int run(const ReportOptions& opt) {
     o.colour = opt.output.empty() && opt.format == "text" && ::isatty(STDOUT_FILENO) == 1;
     o.title = std::string(base_name(opt.artifact));
     o.windows = opt.windows || !opt.window.empty();
+    using View = OutputOptions::View;
+    o.view = opt.by == "function" ? View::Functions
+             : opt.bottom_up      ? View::BottomUp
+             : opt.top_down       ? View::TopDown
+             : !opt.caller_callee.empty() ? View::CallerCallee
+                                          : View::Sites;
+    o.caller_callee = opt.caller_callee;
     const Analysis& a = loaded->analysis;
+    if (o.view == View::CallerCallee)
+        if (auto found = caller_callee(a, o.caller_callee, o.cost); !found) return fail(found.error().message());
     const std::string out = base ? render_diff(opt.format, base->analysis, a, o) : render(opt.format, a, o);
     if (auto err = write_output(opt.output, out)) return fail(*err);
 

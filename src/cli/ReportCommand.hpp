@@ -14,7 +14,7 @@ struct ReportOptions {
     std::string output;            // -o; empty: stdout
     std::string cost = "peak";     // folded: peak leaked allocated allocations temporary
     size_t limit = 10;
-    uint64_t temporary_threshold = 1;
+    uint64_t temporary_threshold = 0;
     std::vector<int32_t> pids;
     std::string command;           // --command REGEX (ECMAScript), matched against the timeline's command lines
     std::string from, to;          // durations since the first event
@@ -23,6 +23,12 @@ struct ReportOptions {
     std::string focus, ignore;     // regular expressions (ECMAScript)
     std::string min_size, max_size;
     std::string diff_base;         // --diff BASE
+    std::string by = "site";       // --by site|function
+    bool bottom_up = false, top_down = false;
+    std::string caller_callee;     // --caller-callee FUNCTION
+    std::string hide_frames;       // --hide-frames REGEX
+    bool keep_frames = false, full_names = false;
+    std::string suppressions;      // --suppressions FILE
     std::vector<std::string> fail_if;
     bool python_only = false;      // --python-only: only the Python frames of stacks that have some
 };

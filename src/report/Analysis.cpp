@@ -169,7 +169,7 @@ void Analyzer::add(const Event& e) {
                 if (!before) ++a_.failed_allocations;
                 break;
             }
-            if (e.old_addr && *e.old_addr != 0) release(e.pid, *e.old_addr, /*temporary_candidate=*/false, t);
+            if (e.old_addr && *e.old_addr != 0) release(e.pid, *e.old_addr, /*temporary_candidate=*/true, t);
             allocate(e, before ? UINT64_MAX : t);
             break;
         case EventKind::Malloc:
@@ -191,7 +191,7 @@ void Analyzer::add(const Event& e) {
 
 // `t` is UINT64_MAX for an allocation before the time window: kept only so its free is known.
 void Analyzer::allocate(const Event& e, uint64_t t) {
-    const TemporaryDetector::Stamp stamp = temporary_.on_allocation(e.pid, e.tid);
+    const TemporaryDetector::Stamp stamp = temporary_.on_allocation(e.pid);
     uint32_t site = kIgnoredSite;
     if (t != UINT64_MAX) {
         site = filter_.accepts_size(e.size) ? sites_.site_for(e.stack_hash) : kIgnoredSite;
@@ -263,6 +263,7 @@ void Analyzer::release(int32_t pid, uint64_t addr, bool temporary_candidate, uin
     }
     Block b;
     SiteCounters* const counted = take_live(live, b);
+    const bool temporary = temporary_.release({b.thread, b.seq}) && temporary_candidate;
     if (!counted) return;
     SiteCounters& s = *counted;
     if (windows_) windows_->released(b);
@@ -270,7 +271,6 @@ void Analyzer::release(int32_t pid, uint64_t addr, bool temporary_candidate, uin
     ProcessTotals& p = process(pid);
     --p.live_blocks;
     p.live_bytes -= b.size;
-    const bool temporary = temporary_candidate && temporary_.is_temporary({b.thread, b.seq});
     if (temporary) {
         ++s.temporary_calls;
         s.temporary_bytes += b.size;
@@ -305,6 +305,7 @@ void Analyzer::unmap(const Event& e) {
 
 Analysis Analyzer::finish() && {
     if (model_) end_processes_until(UINT64_MAX);
+    a_.from_ns = filter_.from_ns();
     peak_.finish(sites_);
     a_.peak_bytes = peak_.peak_bytes();
     a_.peak_blocks = peak_.peak_blocks();

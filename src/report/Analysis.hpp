@@ -16,6 +16,7 @@
 
 #include "format/Record.hpp"
 #include "report/Filter.hpp"
+#include "report/FrameFold.hpp"
 #include "report/LiveMap.hpp"
 #include "report/PeakTracker.hpp"
 #include "report/Processes.hpp"
@@ -60,6 +61,7 @@ struct Analysis {
     uint64_t events = 0;       // events in the report (after --pid and the time window)
     uint64_t start_ns = 0;     // the artifact's first event, CLOCK_MONOTONIC
     uint64_t duration_ns = 0;  // from it to the latest event in the report
+    uint64_t from_ns = 0;      // since start_ns: the start of --from or --window's span (0: none)
     std::array<KindTotals, 8> kinds{};  // by artifact kind, Malloc .. Brk (record.h's order)
 
     uint64_t calls = 0;  // heap allocations the report counts (after every filter)
@@ -108,7 +110,21 @@ struct Analysis {
     // Per site and process over time, for the html page; empty unless the Analyzer was asked
     // (Analyzer::record_site_timeline).
     SiteTimelineData site_timeline;
+
+    // Set after the analysis (fold_sites, FrameNames.hpp): modules with unresolved frames in the
+    // shown stacks, by path.
+    std::vector<DebugHint> unresolved;
+    // Set after the analysis (classify_owners, Owners.hpp): leaked blocks left out of
+    // leaked_* (which no longer counts them): runtimes' one-time blocks, and suppressed ones.
+    uint64_t runtime_leaked_bytes = 0;
+    uint64_t runtime_leaked_blocks = 0;
+    uint64_t suppressed_leaked_bytes = 0;
+    uint64_t suppressed_leaked_blocks = 0;
 };
+
+// How long the report's span lasted: from --from or its window's start (else the first event)
+// to the latest event in it. What the header and the rates give.
+inline uint64_t span_ns(const Analysis& a) { return a.duration_ns > a.from_ns ? a.duration_ns - a.from_ns : 0; }
 
 // Peak RSS minus peak live heap (0 when the heap is the larger): what the processes held
 // resident beyond their live blocks (the allocator's free memory, code, stacks, mappings).
@@ -138,10 +154,11 @@ public:
 
 private:
     void allocate(const Event& e, uint64_t t);
-    // Releases the block at (pid, addr); `temporary_candidate`: a Free rather than a Realloc.
     // Takes a live block out of the heap (`b` gets it) and out of its site's live counts; null
     // for a block of an ignored site, which counts nowhere.
     SiteCounters* take_live(Block* live, Block& b);
+    // Releases the block at (pid, addr); `temporary_candidate`: a Free or a Realloc, not the
+    // replacement of a block whose free was missed.
     void release(int32_t pid, uint64_t addr, bool temporary_candidate, uint64_t t);
     void map(const Event& e);
     void unmap(const Event& e);

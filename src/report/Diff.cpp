@@ -11,7 +11,7 @@ namespace {
 
 void add(DiffValues& v, const Site& s) {
     v.peak += s.peak_bytes;
-    v.leaked += s.live_bytes;
+    v.leaked += amount(s, Cost::Leaked).bytes;  // runtime-owned and suppressed left out, as in the totals
     v.calls += s.calls;
     v.bytes += s.bytes;
 }

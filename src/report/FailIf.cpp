@@ -1,6 +1,7 @@
 #include "report/FailIf.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <string_view>
 
@@ -99,11 +100,22 @@ Result<std::vector<Condition>> parse_fail_if(const std::string& expr) {
     return out;
 }
 
+// "5120 B (5.0 KiB)" for a size, the number alone otherwise.
+static std::string shown_value(const Metric& m) {
+    if (!m.bytes) return fmt::format("{}", m.value);
+    const double magnitude = std::fabs(m.value);
+    if (magnitude < 1024) return fmt::format("{} B", m.value);
+    return fmt::format("{} B ({}{})", m.value, m.value < 0 ? "-" : "", human_bytes(uint64_t(magnitude)));
+}
+
 Metrics metrics(const Analysis& a, const Analysis* base) {
     Metrics m;
     auto add = [&](const char* name, uint64_t now, std::optional<uint64_t> was) {
-        m[name] = Metric{double(now), std::nullopt};
-        if (was) m[std::string(name) + "_delta"] = Metric{double(now) - double(*was), double(*was)};
+        const bool bytes = std::string_view(name) != "leaked_blocks" && std::string_view(name) != "calls" &&
+                           std::string_view(name) != "temporary" && std::string_view(name) != "unknown_frees" &&
+                           std::string_view(name) != "events";
+        m[name] = Metric{double(now), std::nullopt, bytes};
+        if (was) m[std::string(name) + "_delta"] = Metric{double(now) - double(*was), double(*was), bytes};
     };
     auto was = [&](uint64_t Analysis::*field) {
         return base ? std::optional<uint64_t>(base->*field) : std::nullopt;
@@ -131,8 +143,9 @@ Metrics metrics(const Analysis& a, const Analysis* base) {
              {"leaked", double(w.leaked_bytes)},
              {"leaked_blocks", double(w.leaked_blocks)}}};
         for (const auto& [metric, value] : values) {
-            m[window_key(number, metric)] = Metric{value, std::nullopt};
-            if (by_name) m[window_key(w.name, metric)] = Metric{value, std::nullopt};
+            const bool bytes = metric != "calls" && metric != "leaked_blocks";
+            m[window_key(number, metric)] = Metric{value, std::nullopt, bytes};
+            if (by_name) m[window_key(w.name, metric)] = Metric{value, std::nullopt, bytes};
         }
     }
     if (a.has_timeline) {
@@ -166,7 +179,7 @@ Result<std::optional<std::string>> evaluate(const std::vector<Condition>& condit
                                          "that names one window; `report --windows` lists them)",
                                          c.window)};
             if (holds(it->second.value, c.op, c.value))
-                return std::optional<std::string>(fmt::format("{} holds: {} = {}", c.text, key, it->second.value));
+                return std::optional<std::string>(fmt::format("{} holds: {} = {}", c.text, key, shown_value(it->second)));
             continue;
         }
         auto it = m.find(c.metric);
@@ -176,12 +189,13 @@ Result<std::optional<std::string>> evaluate(const std::vector<Condition>& condit
                                      c.metric.ends_with("_delta") ? "; the _delta ones need --diff" : "")};
         const Metric& v = it->second;
         double lhs = v.value;
-        std::string shown = fmt::format("{} = {}", c.metric, v.value);
+        std::string shown = fmt::format("{} = {}", c.metric, shown_value(v));
         if (c.percent) {
             // A change from nothing is infinitely large unless there is no change.
             lhs = *v.base != 0 ? 100.0 * v.value / *v.base : (v.value == 0 ? 0.0 : 1e300);
-            shown = *v.base != 0 ? fmt::format("{} = {} ({:+.2f} % of {})", c.metric, v.value, lhs, *v.base)
-                                 : fmt::format("{} = {} (base 0)", c.metric, v.value);
+            shown = *v.base != 0 ? fmt::format("{} = {} ({:+.2f} % of {})", c.metric, shown_value(v), lhs,
+                                               shown_value(Metric{*v.base, std::nullopt, v.bytes}))
+                                 : fmt::format("{} = {} (base 0)", c.metric, shown_value(v));
         }
         if (holds(lhs, c.op, c.value)) return std::optional<std::string>(fmt::format("{} holds: {}", c.text, shown));
     }

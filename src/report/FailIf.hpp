@@ -26,6 +26,7 @@ Result<std::vector<Condition>> parse_fail_if(const std::string& expr);
 struct Metric {
     double value = 0;
     std::optional<double> base;  // for a _delta metric: the base value a percentage is of
+    bool bytes = false;          // a size: verdicts give it in human units as well
 };
 using Metrics = std::map<std::string, Metric>;
 
@@ -40,7 +41,8 @@ Metrics metrics(const Analysis& a, const Analysis* base);
 // Refuses a window condition whose metric no window has, before anything is read.
 Result<void> check_window_metrics(const std::vector<Condition>& conditions);
 
-// The first condition that holds, as a one-line verdict ("leaked>0 holds: leaked = 5120");
+// The first condition that holds, as a one-line verdict ("leaked>0 holds: leaked = 5120 B
+// (5.0 KiB)": sizes in bytes and in human units);
 // nothing when none holds. An unknown metric is an error naming the known ones.
 Result<std::optional<std::string>> evaluate(const std::vector<Condition>& conditions, const Metrics& m);
 

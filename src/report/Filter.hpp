@@ -40,6 +40,8 @@ public:
         opt_.from_ns = std::max(opt_.from_ns.value_or(0), from_ns);
         if (to_ns != UINT64_MAX) opt_.to_ns = std::min(opt_.to_ns.value_or(UINT64_MAX), to_ns);
     }
+    // The time window's start since the first event (--from, --window); 0 without one.
+    uint64_t from_ns() const { return opt_.from_ns.value_or(0); }
     bool accepts_size(uint64_t size) const { return size >= opt_.min_size && size <= opt_.max_size; }
     // `since_start_ns`: the event's time since the artifact's first event.
     bool before_window(uint64_t since_start_ns) const { return opt_.from_ns && since_start_ns < *opt_.from_ns; }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <boost/unordered/unordered_flat_map.hpp>
+
 namespace memtrack::report {
 
 std::string_view base_name(std::string_view path) {
@@ -20,6 +22,15 @@ std::string_view unknown_stack_name(const Site& s) { return s.hash == 0 ? "[no s
 std::string folded_stack(const Site& s) {
     if (!s.frames || s.frames->empty()) return std::string(unknown_stack_name(s));
     std::string out;
+    if (s.shown) {
+        for (auto it = s.shown->frames.rbegin(); it != s.shown->frames.rend(); ++it) {
+            if (!out.empty()) out += ';';
+            const size_t at = out.size();
+            out += it->name;
+            std::replace(out.begin() + ptrdiff_t(at), out.end(), ';', ':');
+        }
+        return out;
+    }
     for (auto it = s.frames->rbegin(); it != s.frames->rend(); ++it) {
         if (!out.empty()) out += ';';
         std::string name = frame_name(**it);
@@ -27,6 +38,21 @@ std::string folded_stack(const Site& s) {
         out += name;
     }
     return out;
+}
+
+void fold_sites(Analysis& a, FrameFolder& folder, bool packages) {
+    std::map<std::string, uint64_t> unresolved;
+    boost::unordered_flat_map<const ShownStack*, bool> seen;
+    for (Site& s : a.sites) {
+        if (!s.frames || s.frames->empty()) continue;
+        s.shown = &folder.fold(*s.frames);
+        if (!seen.try_emplace(s.shown, true).second) continue;
+        for (const ShownFrame& f : s.shown->frames)
+            if (f.run > 0 && !f.module.empty()) unresolved[std::string(f.module)] += f.run;
+    }
+    a.unresolved.clear();
+    for (const auto& [module, frames] : unresolved)
+        a.unresolved.push_back(DebugHint{module, frames, packages ? debian_package_of(module) : std::string()});
 }
 
 std::map<std::string, uint64_t> folded_costs(const Analysis& a, Cost c) {

@@ -8,6 +8,7 @@
 
 #include "format/StacksFile.hpp"
 #include "report/Analysis.hpp"
+#include "report/FrameFold.hpp"
 #include "report/Ranking.hpp"
 #include "report/Sites.hpp"
 
@@ -24,8 +25,14 @@ std::string frame_name(const Frame& f);
 std::string_view unknown_stack_name(const Site& s);
 
 // Brendan Gregg's collapsed form: frame names root first, joined by ';' (a ';' inside a name
-// becomes ':'). A site without frames is one frame, unknown_stack_name().
+// becomes ':'). A site without frames is one frame, unknown_stack_name(). With its shown stack
+// (fold_sites) the names are those, a run of unresolved frames one "[module]".
 std::string folded_stack(const Site& s);
+
+// Sets every site's shown stack (Site::shown) from `folder`, which must outlive `a`, and lists
+// the modules with unresolved frames in what is shown (Analysis::unresolved), by module; with
+// `packages`, each with the Debian package that holds it (debian_package_of).
+void fold_sites(Analysis& a, FrameFolder& folder, bool packages);
 
 // Per folded stack, the sum of cost_value() over its sites, leaving out zeros; sorted by name.
 std::map<std::string, uint64_t> folded_costs(const Analysis& a, Cost c);

@@ -1,8 +1,12 @@
 // --format json (docs/REPORT.md has the schema).
 #include "report/JsonFormat.hpp"
 
+#include <algorithm>
+
 #include <boost/json/array.hpp>
 #include <boost/json/serialize.hpp>
+
+#include "report/Functions.hpp"
 
 namespace memtrack::report {
 namespace json = boost::json;
@@ -40,6 +44,95 @@ json::object section_json(const Analysis& a, Cost c, size_t limit, uint64_t byte
     return o;
 }
 
+json::object costs_json(const Costs& k) {
+    return json::object{{"calls", k.calls},           {"bytes", k.bytes},
+                        {"peak_bytes", k.peak_bytes}, {"leaked_bytes", k.leaked_bytes},
+                        {"leaked_blocks", k.leaked_blocks}, {"temporary_calls", k.temporary_calls}};
+}
+
+json::object row_json(const FunctionRow& r) {
+    json::object o = costs_json(r.costs);
+    o["function"] = js(r.name);
+    o["file"] = js(r.file);
+    o["line"] = r.line;
+    o["module"] = js(r.module);
+    return o;
+}
+
+json::array tree_json(const std::vector<CallNode>& nodes, const char* children) {
+    json::array list;
+    for (const CallNode& n : nodes) {
+        json::object o = costs_json(n.costs);
+        o["function"] = js(n.name);
+        o[children] = tree_json(n.children, children);
+        o["other_" + std::string(children)] = n.other_children;
+        list.push_back(std::move(o));
+    }
+    return list;
+}
+
+// The view of --by function, --bottom-up, --top-down or --caller-callee, under its own key.
+void view_json(const Analysis& a, const OutputOptions& o, json::object& out) {
+    using View = OutputOptions::View;
+    switch (o.view) {
+        case View::Sites: return;
+        case View::Functions: {
+            const FunctionTable t = by_function(a, o.cost, o.limit);
+            json::array rows;
+            for (const FunctionRow& r : t.rows) rows.push_back(row_json(r));
+            out["functions"] = json::object{{"cost", js(cost_name(o.cost))},
+                                            {"rows", std::move(rows)},
+                                            {"other_rows", t.other_rows},
+                                            {"other", costs_json(t.other)}};
+            return;
+        }
+        case View::BottomUp:
+            out["bottom_up"] = tree_json(call_tree(a, true, o.cost, o.limit, o.tree_depth), "callers");
+            return;
+        case View::TopDown:
+            out["top_down"] = tree_json(call_tree(a, false, o.cost, o.limit, o.tree_depth), "callees");
+            return;
+        case View::CallerCallee: {
+            auto cc = caller_callee(a, o.caller_callee, o.cost);
+            if (!cc) return;  // refused before the report was written (ReportCommand.cpp)
+            json::array callers, callees;
+            for (const FunctionRow& r : cc->callers) callers.push_back(row_json(r));
+            for (const FunctionRow& r : cc->callees) callees.push_back(row_json(r));
+            out["caller_callee"] = json::object{{"function", js(cc->function)},
+                                                {"self", costs_json(cc->self)},
+                                                {"total", costs_json(cc->total)},
+                                                {"callers", std::move(callers)},
+                                                {"callees", std::move(callees)}};
+            return;
+        }
+    }
+}
+
+json::object not_leaks_json(const Analysis& a, size_t limit) {
+    std::vector<const Site*> sites;
+    for (const Site& s : a.sites)
+        if (s.owner != Site::Owner::Program && s.live_blocks) sites.push_back(&s);
+    std::sort(sites.begin(), sites.end(), [](const Site* x, const Site* y) {
+        return x->live_bytes != y->live_bytes ? x->live_bytes > y->live_bytes : x->hash < y->hash;
+    });
+    json::array list;
+    for (size_t i = 0; i < sites.size() && i < limit; ++i) {
+        const Site& s = *sites[i];
+        list.push_back(json::object{{"bytes", s.live_bytes},
+                                    {"blocks", s.live_blocks},
+                                    {"owner", s.owner == Site::Owner::Runtime ? "runtime" : "suppressed"},
+                                    {"rule", js(s.owner_rule)},
+                                    {"stack_hash", s.hash},
+                                    {"frames", frames_json(s)}});
+    }
+    return json::object{{"runtime_bytes", a.runtime_leaked_bytes},
+                        {"runtime_blocks", a.runtime_leaked_blocks},
+                        {"suppressed_bytes", a.suppressed_leaked_bytes},
+                        {"suppressed_blocks", a.suppressed_leaked_blocks},
+                        {"sites", std::move(list)},
+                        {"other_sites", sites.size() > limit ? sites.size() - limit : 0}};
+}
+
 double per_second(uint64_t n, uint64_t ns) { return ns == 0 ? 0.0 : double(n) * 1e9 / double(ns); }
 
 json::object totals_json(const Analysis& a) {
@@ -58,8 +151,10 @@ json::object totals_json(const Analysis& a) {
     o["calls"] = a.calls;
     o["bytes"] = a.bytes;
     o["frees"] = a.frees;
-    o["calls_per_s"] = per_second(a.calls, a.duration_ns);
-    o["bytes_per_s"] = per_second(a.bytes, a.duration_ns);
+    o["from_ns"] = a.from_ns;
+    o["span_ns"] = span_ns(a);
+    o["calls_per_s"] = per_second(a.calls, span_ns(a));
+    o["bytes_per_s"] = per_second(a.bytes, span_ns(a));
     o["types"] = std::move(types);
     o["live_bytes"] = a.leaked_bytes;
     o["live_blocks"] = a.leaked_blocks;
@@ -144,12 +239,18 @@ json::object json_model(const Analysis& a, const OutputOptions& o) {
     out["totals"] = totals_json(a);
     out["peak"] = std::move(peak);
     out["leaks"] = section_json(a, Cost::Leaked, o.limit, a.leaked_bytes, a.leaked_blocks);
+    out["not_leaks"] = not_leaks_json(a, o.limit);
     out["calls"] = sites_json(rank(a.sites, Cost::Allocations, o.limit), Cost::Allocations);
     out["allocated"] = sites_json(rank(a.sites, Cost::Allocated, o.limit), Cost::Allocated);
     out["temporary"] = std::move(temporary);
     out["histogram"] = std::move(histogram);
     out["timeline_bucket_ns"] = a.timeline_bucket_ns;
     out["timeline"] = std::move(timeline);
+    json::array unresolved;
+    for (const DebugHint& h : a.unresolved)
+        unresolved.push_back(json::object{{"module", js(h.module)}, {"frames", h.frames}, {"package", js(h.package)}});
+    out["unresolved"] = std::move(unresolved);
+    view_json(a, o, out);
     if (o.windows) {
         json::array windows;
         for (const WindowTotals& w : a.windows)

@@ -30,8 +30,8 @@ struct BlockKeyHash {
 struct Block {
     uint64_t size = 0;
     uint32_t site = 0;    // index in the SiteTable, or kIgnoredSite
-    uint32_t thread = 0;  // index in the TemporaryDetector's threads
-    uint64_t seq = 0;     // that thread's allocation number, for the TemporaryDetector
+    uint32_t thread = 0;  // index in the TemporaryDetector's processes (its stream)
+    uint64_t seq = 0;     // that stream's event number at its allocation, for the TemporaryDetector
 };
 
 // Address 0 is a failed allocation, never live: it marks the empty slots.

@@ -7,6 +7,8 @@
 
 #include "core/OutputFiles.hpp"
 #include "format/ArtifactReader.hpp"
+#include "report/FrameNames.hpp"
+#include "report/Owners.hpp"
 #include "report/Progress.hpp"
 
 namespace memtrack::report {
@@ -84,6 +86,9 @@ Result<Loaded> load(const std::string& artifact, const LoadOptions& opt) {
         analyzer.add(ahead[i % kLookahead]);
     if (!read) return naming(artifact, read.error());
     out.analysis = std::move(analyzer).finish();
+    out.folder = std::make_unique<FrameFolder>(opt.fold);
+    fold_sites(out.analysis, *out.folder, opt.debug_packages);
+    classify_owners(out.analysis, opt.suppressions);
     return out;
 }
 

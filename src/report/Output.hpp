@@ -16,6 +16,11 @@ struct OutputOptions {
     Cost cost = Cost::Peak;   // folded
     std::string title;        // html, speedscope: what was profiled (the artifact's name)
     bool windows = false;     // text, json: the windows section (--windows)
+    // text, json: one view instead of the site sections (Functions.hpp). The first set wins;
+    // the command line allows one.
+    enum class View { Sites, Functions, BottomUp, TopDown, CallerCallee } view = View::Sites;
+    std::string caller_callee;  // View::CallerCallee's function
+    size_t tree_depth = 32;     // call trees: levels at most
 };
 
 std::string text_report(const Analysis& a, const OutputOptions& o);

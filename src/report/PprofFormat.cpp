@@ -59,6 +59,10 @@ public:
 
     pb::Profile& profile() { return p_; }
 
+    // The program's module gets mapping 1: pprof calls the first mapping the main binary
+    // ("File:" in its header) and names the profile after it.
+    void main_mapping(const Frame& f) { mapping(f); }
+
     // Mapping ranges are the lowest and highest addresses seen in each module; in id order.
     void finish_mappings() {
         std::vector<const pb::Mapping*> by_id(mappings_.size());
@@ -110,6 +114,19 @@ private:
     std::map<std::pair<std::string, std::string>, uint64_t> functions_;
 };
 
+// A frame of the program's own module: its `main` if a stack has one, else the outermost
+// frame of the first stack (the thread's entry, or `_start`).
+const Frame* main_frame(const Analysis& a) {
+    const Frame* outermost = nullptr;
+    for (const Site& s : a.sites) {
+        if (!s.frames) continue;
+        for (const Frame* f : *s.frames)
+            if (f->function == "main" && !f->module.empty()) return f;
+        if (!outermost && !s.frames->empty() && !s.frames->back()->module.empty()) outermost = s.frames->back();
+    }
+    return outermost;
+}
+
 std::string gzip(const std::string& raw) {
     z_stream z{};
     // windowBits 15 + 16: a gzip header and trailer instead of zlib's.
@@ -136,6 +153,7 @@ std::string pprof_report(const Analysis& a, const OutputOptions& o) {
     b.value_type("inuse_objects", "count");
     b.value_type("inuse_space", "bytes");
     pb::Profile& p = b.profile();
+    if (const Frame* main = main_frame(a)) b.main_mapping(*main);
     for (const Site& s : a.sites) {
         if (s.calls == 0) continue;
         pb::Sample* sample = p.add_sample();

@@ -32,7 +32,8 @@ std::string_view cost_name(Cost c) {
 Amount amount(const Site& s, Cost c) {
     switch (c) {
         case Cost::Peak: return {s.peak_bytes, s.peak_blocks};
-        case Cost::Leaked: return {s.live_bytes, s.live_blocks};
+        // A runtime's one-time block or a suppressed one is not a leak (Owners.hpp).
+        case Cost::Leaked: return s.owner == Site::Owner::Program ? Amount{s.live_bytes, s.live_blocks} : Amount{};
         case Cost::Allocated:
         case Cost::Allocations: return {s.bytes, s.calls};
         case Cost::Temporary: return {s.temporary_bytes, s.temporary_calls};
@@ -49,7 +50,9 @@ Ranked rank(const std::vector<Site>& sites, Cost c, size_t limit) {
     std::vector<const Site*> all;
     for (const Site& s : sites)
         if (amount(s, c).blocks != 0) all.push_back(&s);
-    const bool by_count = c == Cost::Allocations;
+    // Temporaries by count, as heaptrack ranks them: a loop of 400000 small ones is the thing
+    // to fix before one large vector.
+    const bool by_count = c == Cost::Allocations || c == Cost::Temporary;
     auto before = [&](const Site* x, const Site* y) {
         const Amount a = amount(*x, c), b = amount(*y, c);
         const auto ka = by_count ? std::pair{a.blocks, a.bytes} : std::pair{a.bytes, a.blocks};

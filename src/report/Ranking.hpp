@@ -30,7 +30,8 @@ struct Ranked {
     Amount other;
 };
 
-// Sites with a non-zero amount, by bytes (by count for Allocations), then blocks, then hash.
+// Sites with a non-zero amount, by bytes (by count for Allocations and Temporary), then blocks
+// (bytes), then hash. Leaked leaves out runtime-owned and suppressed sites (Owners.hpp).
 Ranked rank(const std::vector<Site>& sites, Cost c, size_t limit);
 
 }  // namespace memtrack::report

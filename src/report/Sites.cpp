@@ -52,8 +52,20 @@ std::vector<Site> SiteTable::sites() const {
     out.reserve(counters_.size());
     for (size_t i = 0; i < counters_.size(); ++i) {
         const SiteCounters& c = counters_[i];
-        out.push_back(Site{c.live_bytes + exited_[i].bytes, c.live_blocks + exited_[i].blocks, peaks_[i].bytes, peaks_[i].blocks, c.calls, c.bytes,
-                           c.temporary_calls, c.temporary_bytes, info_[i].hash, pids_[i], info_[i].frames});
+        Site& s = out.emplace_back();
+        s.live_bytes = c.live_bytes + exited_[i].bytes;
+        s.live_blocks = c.live_blocks + exited_[i].blocks;
+        s.peak_bytes = peaks_[i].bytes;
+        s.peak_blocks = peaks_[i].blocks;
+        s.calls = c.calls;
+        s.bytes = c.bytes;
+        s.temporary_calls = c.temporary_calls;
+        s.temporary_bytes = c.temporary_bytes;
+        s.hash = info_[i].hash;
+        s.pids = pids_[i];
+        s.frames = info_[i].frames;
+        s.exited_bytes = exited_[i].bytes;
+        s.exited_blocks = exited_[i].blocks;
     }
     return out;
 }

@@ -20,6 +20,8 @@
 
 namespace memtrack::report {
 
+struct ShownStack;  // FrameFold.hpp
+
 // The site of blocks the filter dropped: kept in the live map so their frees are not taken for
 // frees of unknown blocks, counted nowhere.
 inline constexpr uint32_t kIgnoredSite = UINT32_MAX;
@@ -37,6 +39,16 @@ struct Site {
     uint64_t hash = 0;                           // the first stack_hash seen of it; 0: without a stack
     std::vector<int32_t> pids;                   // the processes that allocated here, by pid
     const StackFrames* frames = nullptr;  // innermost first; null when the stacks file lacks it
+    // Of live_*: what was live at its process's exit (with a timeline; the rest was live at
+    // the end of the recording).
+    uint64_t exited_bytes = 0;
+    uint64_t exited_blocks = 0;
+    // Set after the analysis (fold_sites, FrameNames.hpp): the frames as people read them.
+    const ShownStack* shown = nullptr;
+    // Set after the analysis (classify_owners, Owners.hpp): a leak that is not the program's
+    // own: a runtime's one-time block or a suppressed one. Its leaked amount counts apart.
+    enum class Owner : uint8_t { Program, Runtime, Suppressed } owner = Owner::Program;
+    std::string owner_rule;  // the runtime rule's name or the suppression's pattern
 };
 
 // Everything an event reads or writes of its site, in one cache line: with many sites the site

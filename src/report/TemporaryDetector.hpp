@@ -1,7 +1,10 @@
 #pragma once
-// Temporary allocations: blocks freed with at most `threshold` other allocations of the
-// allocating thread in between (0: freed before that thread allocated anything else).
-// heaptrack's "temporary" is threshold 0; the report's default is 1.
+// Temporary allocations, as heaptrack defines them (src/analyze/accumulatedtracedata.cpp: a
+// free is temporary when the line before it in the process's one stream of heap events was
+// that block's allocation): a block released with at most `threshold` other heap events of its
+// process (allocations or releases, of any thread) in between. A realloc's release of its old
+// block counts as a release, as heaptrack records a realloc as a free and a malloc. The default,
+// 0, is heaptrack's figure.
 #include <cstdint>
 #include <vector>
 
@@ -17,23 +20,24 @@ public:
         uint32_t thread = 0;
         uint64_t seq = 0;
     };
-    // Every allocation of (pid, tid), filtered or not: they all count as "in between".
-    Stamp on_allocation(int32_t pid, int32_t tid) {
-        const uint64_t key = (uint64_t(uint32_t(pid)) << 32) | uint32_t(tid);
-        auto [it, fresh] = threads_.try_emplace(key, uint32_t(counts_.size()));
+    // Every allocation of process `pid`, filtered or not: they all count as "in between".
+    // (`thread` in the stamp is the process's index: heaptrack's stream is per process.)
+    Stamp on_allocation(int32_t pid) {
+        auto [it, fresh] = threads_.try_emplace(pid, uint32_t(counts_.size()));
         if (fresh) counts_.push_back(0);
         return {it->second, ++counts_[it->second]};
     }
-    // Whether a block stamped `s` is temporary if it is freed now.
-    bool is_temporary(const Stamp& s) const { return counts_[s.thread] - s.seq <= threshold_; }
-    // Allocations so far, per thread index: a block stamped (thread, seq) came after this point
-    // when its seq is above the thread's count (or its thread is not in it yet).
+    // Whether a block stamped `s` is temporary if it is released now; then counts the release
+    // as an event of its process. Every release of a known block goes through here.
+    bool release(const Stamp& s) { return counts_[s.thread]++ - s.seq <= threshold_; }
+    // Events so far, per process index: a block stamped (thread, seq) came after this point
+    // when its seq is above the process's count (or its process is not in it yet).
     const std::vector<uint64_t>& counts() const { return counts_; }
 
 private:
     uint64_t threshold_;
-    boost::unordered_flat_map<uint64_t, uint32_t> threads_;
-    std::vector<uint64_t> counts_;  // allocations so far, per thread index
+    boost::unordered_flat_map<int32_t, uint32_t> threads_;  // pid -> its index
+    std::vector<uint64_t> counts_;  // heap events so far, per process index
 };
 
 }  // namespace memtrack::report

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "report/FrameNames.hpp"
+#include "report/Functions.hpp"
 #include "report/Output.hpp"
 #include "report/Units.hpp"
 
@@ -29,6 +30,24 @@ std::string blocks(uint64_t n, std::string_view one = "block", std::string_view 
 void frames_text(const Site& s, const Style& st, std::string& out) {
     if (!s.frames || s.frames->empty()) {
         out += fmt::format("      {}\n", unknown_stack_name(s));
+        return;
+    }
+    if (s.shown) {
+        const auto& frames = s.shown->frames;
+        const size_t n = std::min(frames.size(), kMaxFrames);
+        for (size_t i = 0; i < n; ++i) {
+            const ShownFrame& f = frames[i];
+            out += "      ";
+            out += st.function(shown_name_with_run(f));
+            if (f.inlined) out += " [inlined]";
+            if (!f.file.empty()) out += fmt::format("  {}:{}", f.file, f.line);
+            if (!f.module.empty() && f.run == 0) out += fmt::format("  ({})", base_name(f.module));
+            out += '\n';
+        }
+        if (frames.size() > n) out += fmt::format("      ... {} more lines\n", frames.size() - n);
+        if (s.shown->folded)
+            out += fmt::format("      ({} start-up, allocator or hidden {} folded)\n", s.shown->folded,
+                               s.shown->folded == 1 ? "frame" : "frames");
         return;
     }
     const size_t n = std::min(s.frames->size(), kMaxFrames);
@@ -80,6 +99,9 @@ void section(const Analysis& a, Cost c, std::string_view title, const OutputOpti
         if (c == Cost::Allocations)
             out += fmt::format("  #{} {} ({} allocated)\n", ++i, blocks(am.blocks, "call", "calls"),
                                bytes_and_human(am.bytes));
+        else if (c == Cost::Temporary)
+            out += fmt::format("  #{} {} ({})\n", ++i, blocks(am.blocks, "temporary allocation", "temporary allocations"),
+                               bytes_and_human(am.bytes));
         else if (counts)
             out += fmt::format("  #{} {} allocated in {}\n", ++i, bytes_and_human(am.bytes),
                                blocks(am.blocks, "call", "calls"));
@@ -90,10 +112,11 @@ void section(const Analysis& a, Cost c, std::string_view title, const OutputOpti
     }
     if (r.other_sites > 0) {
         const std::string count = blocks(r.other.blocks, counts ? "call" : "block", counts ? "calls" : "blocks");
-        const std::string what = c == Cost::Allocations ? count : bytes_and_human(r.other.bytes);
+        const bool by_count = c == Cost::Allocations || c == Cost::Temporary;
+        const std::string what = by_count ? count : bytes_and_human(r.other.bytes);
         out += fmt::format("  and {} more from {} other {}{}\n", what, r.other_sites,
                            r.other_sites == 1 ? "place" : "places",
-                           c == Cost::Allocations ? "" : fmt::format(" ({})", count));
+                           by_count ? "" : fmt::format(" ({})", count));
     }
 }
 
@@ -101,6 +124,18 @@ std::string rate(uint64_t n, uint64_t ns, bool is_bytes) {
     if (ns == 0) return {};
     const double per_s = double(n) * 1e9 / double(ns);
     return is_bytes ? fmt::format(" ({}/s)", human_bytes(uint64_t(per_s))) : fmt::format(" ({:.0f}/s)", per_s);
+}
+
+// What the leak total leaves out (Owners.hpp), said beside it.
+std::string leak_exclusions(const Analysis& a) {
+    std::string out;
+    if (a.runtime_leaked_blocks)
+        out += fmt::format("; not counted: {} in {} the runtimes keep (below)", bytes_and_human(a.runtime_leaked_bytes),
+                           blocks(a.runtime_leaked_blocks));
+    if (a.suppressed_leaked_blocks)
+        out += fmt::format("{} {} in {} suppressed", out.empty() ? "; not counted:" : ",",
+                           bytes_and_human(a.suppressed_leaked_bytes), blocks(a.suppressed_leaked_blocks));
+    return out;
 }
 
 void header(const Analysis& a, const Style& st, std::string& out) {
@@ -115,31 +150,36 @@ void header(const Analysis& a, const Style& st, std::string& out) {
     out += st.title("memtrack report");
     out += '\n';
     out += fmt::format("processes: {}{}\n", a.processes.size(), pids.empty() ? "" : fmt::format(" ({})", pids));
-    out += fmt::format("duration: {}, {} events\n", human_duration(a.duration_ns), a.events);
+    const uint64_t span = span_ns(a);
+    out += fmt::format("duration: {}, {} events{}\n", human_duration(span), a.events,
+                       a.from_ns ? fmt::format(" (from {} to {} after the recording's first event)", human_duration(a.from_ns),
+                                               human_duration(a.duration_ns))
+                                 : "");
     out += fmt::format("{:<14}{:>12}{:>12}{:>14}{:>14}\n", "type", "calls", "calls/s", "bytes", "bytes/s");
     for (size_t i = 0; i < a.kinds.size(); ++i) {
         const KindTotals& k = a.kinds[i];
         if (k.count == 0) continue;
         const EventKind kind = EventKind(size_t(EventKind::Malloc) + i);
         const bool sized = kind != EventKind::Free;
-        const double seconds = double(a.duration_ns) / 1e9;
+        const double seconds = double(span) / 1e9;
         out += fmt::format("{:<14}{:>12}{:>12}{:>14}{:>14}\n", artifact_name(kind), k.count,
-                           a.duration_ns ? fmt::format("{:.0f}", double(k.count) / seconds) : "-",
+                           span ? fmt::format("{:.0f}", double(k.count) / seconds) : "-",
                            sized ? fmt::format("{}", k.bytes) : "-",
-                           sized && a.duration_ns ? human_bytes(uint64_t(double(k.bytes) / seconds)) : "-");
+                           sized && span ? human_bytes(uint64_t(double(k.bytes) / seconds)) : "-");
     }
     // The rule of docs/FORMATS.md, said where users compare per-type counts.
     if (a.kinds[0].count || a.kinds[size_t(EventKind::Realloc) - size_t(EventKind::Malloc)].count)
         out += "(realloc(NULL, n) is counted as Malloc, realloc(p, 0) as Free: Realloc is a resize of a block)\n";
-    out += fmt::format("heap allocations: {}{}, {} allocated{}, {} frees\n", a.calls, rate(a.calls, a.duration_ns, false),
-                       bytes_and_human(a.bytes), rate(a.bytes, a.duration_ns, true), a.frees);
+    out += fmt::format("heap allocations: {}{}, {} allocated{}, {} frees\n", a.calls, rate(a.calls, span, false),
+                       bytes_and_human(a.bytes), rate(a.bytes, span, true), a.frees);
     out += fmt::format("peak live heap: {} in {}, at {}\n", bytes_and_human(a.peak_bytes), blocks(a.peak_blocks),
                        human_duration(a.peak_time_ns));
     if (!a.has_timeline) {
-        out += fmt::format("live at end (leaked): {} in {}\n", bytes_and_human(a.leaked_bytes), blocks(a.leaked_blocks));
+        out += fmt::format("live at end (leaked): {} in {}{}\n", bytes_and_human(a.leaked_bytes), blocks(a.leaked_blocks),
+                           leak_exclusions(a));
     } else {
-        out += fmt::format("leaked (live at their process's exit): {} in {}\n", bytes_and_human(a.leaked_bytes),
-                           blocks(a.leaked_blocks));
+        out += fmt::format("leaked (live at their process's exit): {} in {}{}\n", bytes_and_human(a.leaked_bytes),
+                           blocks(a.leaked_blocks), leak_exclusions(a));
         out += fmt::format("discarded by exec (live when their process exec'd; not leaks): {} in {}\n",
                            bytes_and_human(a.exec_discarded_bytes), blocks(a.exec_discarded_blocks));
         out += fmt::format("live at the end of the recording (processes still running): {} in {}\n",
@@ -151,10 +191,12 @@ void header(const Analysis& a, const Style& st, std::string& out) {
                            bytes_and_human(rss_beyond_heap(a)));
     }
     const double share = a.calls == 0 ? 0.0 : 100.0 * double(a.temporary_calls) / double(a.calls);
-    out += fmt::format("temporary: {} of {} allocations ({:.1f} %), {}, freed with at most {} other {} of their "
-                       "thread in between\n",
-                       a.temporary_calls, a.calls, share, bytes_and_human(a.temporary_bytes), a.temporary_threshold,
-                       a.temporary_threshold == 1 ? "allocation" : "allocations");
+    out += fmt::format("temporary: {} of {} allocations ({:.1f} %), {}, released with {} other heap {} of their "
+                       "process in between{}\n",
+                       a.temporary_calls, a.calls, share, bytes_and_human(a.temporary_bytes),
+                       a.temporary_threshold == 0 ? "no" : fmt::format("at most {}", a.temporary_threshold),
+                       a.temporary_threshold == 1 ? "event" : "events",
+                       a.temporary_threshold == 0 ? " (heaptrack's definition)" : "");
     out += fmt::format("mapped (mmap, apart from the heap): peak {}, at end {}\n", bytes_and_human(a.peak_mapped_bytes),
                        bytes_and_human(a.mapped_bytes));
     out += fmt::format("allocations without a stack: {}; stacks missing from the stacks file: {}\n", a.without_stack,
@@ -207,6 +249,113 @@ void windows_section(const Analysis& a, const Style& st, std::string& out) {
     }
 }
 
+// Runtime-owned and suppressed leaks, by site, with the rule that set each apart.
+void owned_section(const Analysis& a, const OutputOptions& o, const Style& st, std::string& out) {
+    if (!a.runtime_leaked_blocks && !a.suppressed_leaked_blocks) return;
+    out += '\n';
+    out += st.title("== not counted as leaks: kept by the runtimes, or suppressed ==");
+    out += '\n';
+    std::vector<const Site*> sites;
+    for (const Site& s : a.sites)
+        if (s.owner != Site::Owner::Program && s.live_blocks) sites.push_back(&s);
+    std::sort(sites.begin(), sites.end(), [](const Site* x, const Site* y) {
+        return x->live_bytes != y->live_bytes ? x->live_bytes > y->live_bytes : x->hash < y->hash;
+    });
+    size_t i = 0;
+    for (const Site* s : sites) {
+        if (i == o.limit) {
+            out += fmt::format("  and {} more places\n", sites.size() - i);
+            break;
+        }
+        out += fmt::format("  #{} {} in {}: {}\n", ++i, bytes_and_human(s->live_bytes), blocks(s->live_blocks),
+                           s->owner == Site::Owner::Runtime ? s->owner_rule : "suppressed by leak:" + s->owner_rule);
+        frames_text(*s, st, out);
+    }
+}
+
+// Where debug info for the unresolved frames can be had.
+void unresolved_section(const Analysis& a, const Style& st, std::string& out) {
+    if (a.unresolved.empty()) return;
+    out += '\n';
+    out += st.title("== unresolved frames ==");
+    out += '\n';
+    for (const DebugHint& h : a.unresolved) {
+        const std::string where =
+            h.package.empty()
+                ? "debug info: record with `memtrack track --debuginfod`, or build it with -g"
+                : fmt::format("debug info: `apt install {}-dbgsym` (it is in {}), or record with `memtrack track "
+                              "--debuginfod`",
+                              h.package, h.package);
+        out += fmt::format("  [{}] {} {} ({}): {}\n", base_name(h.module), h.frames, h.frames == 1 ? "frame" : "frames",
+                           h.module, where);
+    }
+}
+
+std::string costs_row(const Costs& k, std::string_view name) {
+    return fmt::format("  {:>11} {:>11} {:>11} {:>11} {:>9}  {}\n", k.calls, human_bytes(k.bytes), human_bytes(k.peak_bytes),
+                       human_bytes(k.leaked_bytes), k.temporary_calls, name);
+}
+
+std::string costs_head() {
+    return fmt::format("  {:>11} {:>11} {:>11} {:>11} {:>9}  {}\n", "allocations", "allocated", "peak", "leaked",
+                       "temporary", "function");
+}
+
+void functions_view(const Analysis& a, const OutputOptions& o, const Style& st, std::string& out) {
+    const FunctionTable t = by_function(a, o.cost, o.limit);
+    out += '\n';
+    out += st.title(fmt::format("== allocating functions, by {} ==", cost_name(o.cost)));
+    out += '\n';
+    out += costs_head();
+    for (const FunctionRow& r : t.rows) {
+        std::string name = st.function(r.name);
+        if (!r.file.empty()) name += fmt::format("  {}:{}", r.file, r.line);
+        if (!r.module.empty()) name += fmt::format("  ({})", base_name(r.module));
+        out += costs_row(r.costs, name);
+    }
+    if (t.other_rows) out += costs_row(t.other, fmt::format("and {} more functions", t.other_rows));
+}
+
+void tree_text(const std::vector<CallNode>& nodes, size_t indent, const Style& st, std::string& out) {
+    for (const CallNode& n : nodes) {
+        out += costs_row(n.costs, std::string(indent * 2, ' ') + st.function(n.name));
+        tree_text(n.children, indent + 1, st, out);
+        if (n.other_children)
+            out += fmt::format("  {:>59}  {}and {} more\n", "", std::string((indent + 1) * 2, ' '), n.other_children);
+    }
+}
+
+void tree_view(const Analysis& a, const OutputOptions& o, bool bottom_up, const Style& st, std::string& out) {
+    out += '\n';
+    out += st.title(fmt::format("== {}, by {} ==",
+                                bottom_up ? "bottom-up: allocating functions, then their callers"
+                                          : "top-down: from the outermost frames to the allocating functions",
+                                cost_name(o.cost)));
+    out += '\n';
+    out += costs_head();
+    tree_text(call_tree(a, bottom_up, o.cost, o.limit, o.tree_depth), 0, st, out);
+}
+
+void caller_callee_view(const Analysis& a, const OutputOptions& o, const Style& st, std::string& out) {
+    auto cc = caller_callee(a, o.caller_callee, o.cost);
+    out += '\n';
+    if (!cc) {
+        out += cc.error().message() + "\n";
+        return;
+    }
+    out += st.title(fmt::format("== {}: callers and callees, by {} ==", cc->function, cost_name(o.cost)));
+    out += '\n';
+    out += costs_head();
+    out += costs_row(cc->total, "in every stack it is in (inclusive)");
+    out += costs_row(cc->self, "allocated by it itself (exclusive)");
+    out += "  callers:\n";
+    for (const FunctionRow& r : cc->callers) out += costs_row(r.costs, "  " + st.function(r.name));
+    if (cc->callers.empty()) out += "    none: it is the outermost shown frame\n";
+    out += "  callees:\n";
+    for (const FunctionRow& r : cc->callees) out += costs_row(r.costs, "  " + st.function(r.name));
+    if (cc->callees.empty()) out += "    none: it allocates itself\n";
+}
+
 }  // namespace
 
 std::string text_report(const Analysis& a, const OutputOptions& o) {
@@ -215,12 +364,24 @@ std::string text_report(const Analysis& a, const OutputOptions& o) {
     header(a, st, out);
     if (a.has_timeline) processes_section(a, st, out);
     if (o.windows) windows_section(a, st, out);
-    section(a, Cost::Peak, "sites at the peak", o, st, out);
-    section(a, Cost::Leaked, a.has_timeline ? "leaks (live at their process's exit, or at the end)" : "leaks (live at exit)",
-            o, st, out);
-    section(a, Cost::Allocations, "most calls", o, st, out);
-    section(a, Cost::Allocated, "most bytes allocated", o, st, out);
-    section(a, Cost::Temporary, "temporary allocations", o, st, out);
+    using View = OutputOptions::View;
+    switch (o.view) {
+        case View::Functions: functions_view(a, o, st, out); break;
+        case View::BottomUp: tree_view(a, o, true, st, out); break;
+        case View::TopDown: tree_view(a, o, false, st, out); break;
+        case View::CallerCallee: caller_callee_view(a, o, st, out); break;
+        case View::Sites:
+            section(a, Cost::Peak, "sites at the peak", o, st, out);
+            section(a, Cost::Leaked,
+                    a.has_timeline ? "leaks (live at their process's exit, or at the end)" : "leaks (live at exit)", o,
+                    st, out);
+            owned_section(a, o, st, out);
+            section(a, Cost::Allocations, "most calls", o, st, out);
+            section(a, Cost::Allocated, "most bytes allocated", o, st, out);
+            section(a, Cost::Temporary, "temporary allocations, by count", o, st, out);
+            break;
+    }
+    unresolved_section(a, st, out);
     return out;
 }
 

@@ -8,7 +8,8 @@
 // WindowTracker keeps their figures while the Analyzer streams the artifact; the Analyzer tells
 // it every boundary, allocation, release and RSS sum in time order. A block belongs to a window
 // when it was allocated while the window was open: TemporaryDetector's (thread, seq) stamps
-// tell, against each thread's count when the window opened, so a Block carries nothing more.
+// (`thread`: its process's stream) tell, against each stream's count when the window opened,
+// so a Block carries nothing more.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -47,7 +48,7 @@ public:
     // The time of the next opening or closing; UINT64_MAX when none is left (no boundary is at
     // UINT64_MAX: a window open at the end has no closing).
     uint64_t next_time() const;
-    // Applies that boundary. `thread_counts`: the TemporaryDetector's allocations per thread.
+    // Applies that boundary. `thread_counts`: the TemporaryDetector's events per stream.
     void step(uint64_t rss_sum, const std::vector<uint64_t>& thread_counts);
     // A counted allocation of `size`.
     void allocated(uint64_t size);
@@ -63,7 +64,7 @@ public:
 private:
     struct Open {
         size_t index = 0;
-        std::vector<uint64_t> counts_at_start;  // per thread index
+        std::vector<uint64_t> counts_at_start;  // per stream index
         uint64_t live_bytes = 0;                 // made in it, live now
         uint64_t kept_bytes = 0, kept_blocks = 0;  // made in it, neither freed nor dropped by exec
         bool made_in(const Block& b) const {

@@ -41,7 +41,7 @@ struct Fixture {
     Fixture() {
         for (const ScenarioStack& s : scenario.stacks) stacks.add(s.hash, s.frames);
     }
-    Analysis analyse(FilterOptions filter = {}, uint64_t threshold = 1) const {
+    Analysis analyse(FilterOptions filter = {}, uint64_t threshold = 0) const {
         Analyzer a(stacks, std::move(filter), threshold);
         a.record_site_timeline();  // for the html page
         for (const Event& e : scenario.events) a.add(e);
@@ -209,27 +209,37 @@ TEST_CASE("report: calls and bytes per site") {
     CHECK(calls.other.blocks == 9);
 }
 
-TEST_CASE("report: temporary allocations, by the threshold of allocations in between") {
-    SUBCASE("threshold 1 (the default)") {
+TEST_CASE("report: temporary allocations, by the threshold of heap events in between") {
+    // Process 100's stream of heap events (allocations and releases of known blocks): the
+    // scratch block freed at t9, the realloc'd one released at t15 by the realloc and its
+    // successor freed at t16, and the 20000 B block at t26 are released right after their
+    // allocation; so is the child's only block. The two scratch blocks of t10-t13 have one
+    // event between their allocation and release; the peak buffers two.
+    SUBCASE("threshold 0 (the default): heaptrack's") {
         const Fixture f;
-        const Analysis a = f.analyse({}, 1);
-        CHECK(a.temporary_calls == 8);
-        CHECK(a.temporary_bytes == 30688);
-        CHECK(site(a, kHashPeak).temporary_calls == 2);  // the buffer freed with 2 others after it is not
-        CHECK(site(a, kHashPeak).temporary_bytes == 8192);
-        CHECK(site(a, kHashScratch).temporary_calls == 4);  // a realloc's release of old_addr is not
+        const Analysis a = f.analyse({}, 0);
+        CHECK(a.temporary_calls == 5);
+        CHECK(a.temporary_bytes == 64 + 128 + 256 + 20000 + 2048);
+        CHECK(site(a, kHashPeak).temporary_calls == 0);
+        CHECK(site(a, kHashScratch).temporary_calls == 3);  // a realloc's release of old_addr is one
         CHECK(site(a, kHashScratch).temporary_bytes == 448);
         CHECK(site(a, kHashChild).temporary_calls == 1);
         CHECK(site(a, kHashLeak).temporary_calls == 1);
     }
-    SUBCASE("threshold 0: freed before the thread allocated anything else") {
+    SUBCASE("threshold 1") {
         const Fixture f;
-        const Analysis a = f.analyse({}, 0);
-        CHECK(a.temporary_calls == 6);
-        CHECK(a.temporary_bytes == 26528);
-        CHECK(site(a, kHashPeak).temporary_calls == 1);
-        CHECK(site(a, kHashScratch).temporary_calls == 3);
-        CHECK(site(a, kHashScratch).temporary_bytes == 384);
+        const Analysis a = f.analyse({}, 1);
+        CHECK(a.temporary_calls == 7);
+        CHECK(a.temporary_bytes == 22624);
+        CHECK(site(a, kHashPeak).temporary_calls == 0);
+        CHECK(site(a, kHashScratch).temporary_calls == 5);
+        CHECK(site(a, kHashScratch).temporary_bytes == 576);
+    }
+    SUBCASE("threshold 2") {
+        const Fixture f;
+        const Analysis a = f.analyse({}, 2);
+        CHECK(site(a, kHashPeak).temporary_calls == 3);
+        CHECK(site(a, kHashPeak).temporary_bytes == 12288);
     }
 }
 
@@ -400,10 +410,10 @@ TEST_CASE("report: --fail-if") {
         REQUIRE_MESSAGE(v.ok(), v.error().message());
         return v.value().value_or("");
     };
-    CHECK(verdict("leaked>0") == "leaked>0 holds: leaked = 2800");
+    CHECK(verdict("leaked>0") == "leaked>0 holds: leaked = 2800 B (2.7 KiB)");
     CHECK(verdict("leaked>2800") == "");
-    CHECK(verdict("leaked>=2800") == "leaked>=2800 holds: leaked = 2800");
-    CHECK(verdict("peak>20KiB") == "peak>20KiB holds: peak = 22800");
+    CHECK(verdict("leaked>=2800") == "leaked>=2800 holds: leaked = 2800 B (2.7 KiB)");
+    CHECK(verdict("peak>20KiB") == "peak>20KiB holds: peak = 22800 B (22.3 KiB)");
     CHECK(verdict("peak>256MiB") == "");
     CHECK(verdict("calls>1e6") == "");
     CHECK(verdict("calls > 13") == "calls > 13 holds: calls = 14");
@@ -413,9 +423,9 @@ TEST_CASE("report: --fail-if") {
     smaller.max_size = 4096;  // no 20000 B block: peak 14288 B
     const Analysis base = f.analyse(smaller);
     CHECK(base.peak_bytes == 14288);
-    CHECK(verdict("peak_delta>5%", &base) == "peak_delta>5% holds: peak_delta = 8512 (+59.57 % of 14288)");
+    CHECK(verdict("peak_delta>5%", &base) == "peak_delta>5% holds: peak_delta = 8512 B (8.3 KiB) (+59.57 % of 14288 B (14.0 KiB))");
     CHECK(verdict("peak_delta>60%", &base) == "");
-    CHECK(verdict("peak_delta>8000", &base) == "peak_delta>8000 holds: peak_delta = 8512");
+    CHECK(verdict("peak_delta>8000", &base) == "peak_delta>8000 holds: peak_delta = 8512 B (8.3 KiB)");
 
     CHECK_FALSE(parse_fail_if("leaked").ok());
     CHECK_FALSE(parse_fail_if("leaked>lots").ok());
@@ -476,8 +486,35 @@ TEST_CASE("report: folded stacks, root first, for each cost") {
           "[libc.so.6];main;child_work 1\n[no stack] 1\n[stack missing] 1\nmain;build_peak;make_buffer 3\n"
           "main;leak_outer;leak_inner 3\nmain;scratch 5\n");
     o.cost = Cost::Temporary;
-    CHECK(folded_report(a, o) ==
-          "[libc.so.6];main;child_work 1\nmain;build_peak;make_buffer 2\nmain;leak_outer;leak_inner 1\nmain;scratch 4\n");
+    CHECK(folded_report(a, o) == "[libc.so.6];main;child_work 1\nmain;leak_outer;leak_inner 1\nmain;scratch 3\n");
+}
+
+TEST_CASE("report: with --from the header gives the span's own duration") {
+    const Fixture f;
+    FilterOptions o;
+    o.from_ns = 10'000;  // t10 .. t26 (us)
+    const Analysis a = f.analyse(o);
+    CHECK(a.from_ns == 10'000);
+    CHECK(a.duration_ns == 26'000);
+    CHECK(span_ns(a) == 16'000);
+    CHECK(text_report(a, {}).find("duration: 16.0 us, 17 events (from 10.0 us to 26.0 us after the recording's first event)\n") !=
+          std::string::npos);
+    CHECK(f.analyse().from_ns == 0);
+}
+
+TEST_CASE("report: pprof's first mapping, its main binary, is the program's module") {
+    // The first stack's innermost frame is libc's: its module must still not come first.
+    StackTable stacks;
+    stacks.add(1, {Frame{0x7f00, "/usr/lib/x86_64-linux-gnu/libc.so.6", "", "strdup", "", 0, false},
+                   Frame{0x4010, "/opt/app/bin/app", "", "main", "", 0, false}});
+    Analyzer an(stacks, {}, 0);
+    an.add(event(EventKind::Malloc, kStart, 0x10, 8, 1));
+    const Analysis a = std::move(an).finish();
+    memtrack::pprof::Profile p;
+    REQUIRE(p.ParseFromString(gunzip(pprof_report(a, {}))));
+    REQUIRE(p.mapping_size() == 2);
+    CHECK(p.strings(int(p.mapping(0).filename())) == "/opt/app/bin/app");
+    CHECK(p.mapping(0).id() == 1);
 }
 
 TEST_CASE("report: pprof holds the four sample types per site, inlined frames in one location") {
@@ -656,6 +693,35 @@ TEST_CASE("report: bad input is a one-line error and no output file") {
         CHECK(c.err.rfind("memtrack: report: ", 0) == 0);
         CHECK_FALSE(std::filesystem::exists(out));
     }
+    SUBCASE("the function views: one at a time, text or json, a function that names one") {
+        auto run = [&](void (*set)(ReportOptions&)) {
+            ReportOptions o;
+            o.artifact = artifact;
+            o.output = out;
+            set(o);
+            return run_captured(tmp, o);
+        };
+        Captured c = run([](ReportOptions& o) { o.by = "line"; });
+        CHECK(c.rc == 2);
+        CHECK(c.err == "memtrack: report: --by 'line': site or function\n");
+        c = run([](ReportOptions& o) { o.bottom_up = o.top_down = true; });
+        CHECK(c.rc == 2);
+        CHECK(c.err == "memtrack: report: --by function, --bottom-up, --top-down and --caller-callee are one view each: choose one\n");
+        c = run([](ReportOptions& o) { o.by = "function", o.format = "folded"; });
+        CHECK(c.rc == 2);
+        c = run([](ReportOptions& o) { o.caller_callee = "leak_"; });
+        CHECK(c.rc == 1);
+        CHECK(c.err == "memtrack: report: --caller-callee leak_: 2 functions contain it: 'leak_inner', 'leak_outer'\n");
+        CHECK_FALSE(std::filesystem::exists(out));
+        c = run([](ReportOptions& o) { o.caller_callee = "leak_outer", o.format = "json"; });
+        CHECK(c.rc == 0);
+        CHECK(read_file(out).find(R"("caller_callee":{"function":"leak_outer","self":{"calls":0,)") != std::string::npos);
+        c = run([](ReportOptions& o) { o.suppressions = "/nonexistent.supp"; });
+        CHECK(c.rc == 1);
+        CHECK(c.err == "memtrack: report: open /nonexistent.supp: No such file or directory: cannot read the suppressions file\n");
+        c = run([](ReportOptions& o) { o.hide_frames = "("; });
+        CHECK(c.rc == 2);
+    }
     SUBCASE("a damaged stacks file beside it") {
         write_file(tmp / "100.MemtrackStacks.msgpack", "garbage");
         ReportOptions o;
@@ -711,7 +777,7 @@ TEST_CASE("report: --fail-if exits 3 with its verdict, the report written all th
     o.fail_if = {"leaked>0"};
     Captured c = run_captured(tmp, o);
     CHECK(c.rc == 3);
-    CHECK(c.err == "memtrack: report: fail-if: leaked>0 holds: leaked = 2800\n");
+    CHECK(c.err == "memtrack: report: fail-if: leaked>0 holds: leaked = 2800 B (2.7 KiB)\n");
     CHECK(std::filesystem::exists(o.output));
     o.fail_if = {"leaked>1MiB", "calls>1e6"};
     c = run_captured(tmp, o);

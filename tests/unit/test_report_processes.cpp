@@ -202,7 +202,7 @@ TEST_CASE("report with a timeline: --fail-if rss_peak, live_at_end, exec_discard
     CHECK(m.at("exec_discarded").value == 7000);
     auto holds = evaluate(parse_fail_if("rss_peak>190KiB").value(), m);
     REQUIRE(holds);
-    CHECK(holds.value() == "rss_peak>190KiB holds: rss_peak = 200000");
+    CHECK(holds.value() == "rss_peak>190KiB holds: rss_peak = 200000 B (195.3 KiB)");
     CHECK_FALSE(evaluate(parse_fail_if("rss_peak>200KiB").value(), m).value());
     CHECK_FALSE(metrics(analyse(false), nullptr).contains("rss_peak"));
 }

@@ -1,0 +1,190 @@
+#include "report/Functions.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "report/FrameNames.hpp"
+
+namespace memtrack::report {
+namespace {
+
+// A site's function names, innermost first, as shown (fold_sites), or the raw frames' names
+// when it was not folded; one "[no stack]" / "[stack missing]" name without frames.
+std::vector<std::string> names_of(const Site& s) {
+    std::vector<std::string> out;
+    if (s.shown) {
+        for (const ShownFrame& f : s.shown->frames) out.emplace_back(f.name);
+    } else if (s.frames && !s.frames->empty()) {
+        for (const Frame* f : *s.frames) out.push_back(frame_name(*f));
+    } else {
+        out.emplace_back(unknown_stack_name(s));
+    }
+    return out;
+}
+
+void locate(FunctionRow& row, const Site& s) {
+    if (s.shown) {
+        const ShownFrame& f = s.shown->frames.front();
+        row.file = f.file;
+        row.line = f.line;
+        row.module = f.module;
+    } else if (s.frames && !s.frames->empty()) {
+        const Frame& f = *s.frames->front();
+        row.file = f.file;
+        row.line = f.line;
+        row.module = f.module;
+    }
+}
+
+template <typename T>
+bool before(const T& x, const T& y, Cost c) {
+    const uint64_t a = cost_of(x.costs, c), b = cost_of(y.costs, c);
+    return a != b ? a > b : x.name < y.name;
+}
+
+struct Building {
+    Costs costs;
+    std::map<std::string, Building> children;
+};
+
+std::vector<CallNode> finish(std::map<std::string, Building>& level, Cost c, size_t limit) {
+    std::vector<CallNode> out;
+    for (auto& [name, b] : level) out.push_back(CallNode{name, b.costs, {}, 0});
+    std::sort(out.begin(), out.end(), [&](const CallNode& x, const CallNode& y) { return before(x, y, c); });
+    if (out.size() > limit) out.resize(limit);
+    for (CallNode& n : out) {
+        auto& children = level.at(n.name).children;
+        n.other_children = children.size() > limit ? children.size() - limit : 0;
+        n.children = finish(children, c, limit);
+    }
+    return out;
+}
+
+std::vector<FunctionRow> sorted_rows(std::map<std::string, FunctionRow>& rows, Cost c) {
+    std::vector<FunctionRow> out;
+    for (auto& [name, row] : rows) out.push_back(std::move(row));
+    std::sort(out.begin(), out.end(), [&](const FunctionRow& x, const FunctionRow& y) { return before(x, y, c); });
+    return out;
+}
+
+}  // namespace
+
+void Costs::add(const Site& s) {
+    calls += s.calls;
+    bytes += s.bytes;
+    peak_bytes += s.peak_bytes;
+    const Amount leaked = amount(s, Cost::Leaked);
+    leaked_bytes += leaked.bytes;
+    leaked_blocks += leaked.blocks;
+    temporary_calls += s.temporary_calls;
+}
+
+uint64_t cost_of(const Costs& k, Cost c) {
+    switch (c) {
+        case Cost::Peak: return k.peak_bytes;
+        case Cost::Leaked: return k.leaked_bytes;
+        case Cost::Allocated: return k.bytes;
+        case Cost::Allocations: return k.calls;
+        case Cost::Temporary: return k.temporary_calls;
+    }
+    return 0;
+}
+
+FunctionTable by_function(const Analysis& a, Cost c, size_t limit) {
+    std::map<std::string, FunctionRow> rows;
+    for (const Site& s : a.sites) {
+        if (s.calls == 0) continue;
+        const std::string name = names_of(s).front();
+        auto [it, fresh] = rows.try_emplace(name);
+        if (fresh) {
+            it->second.name = name;
+            locate(it->second, s);
+        }
+        it->second.costs.add(s);
+    }
+    FunctionTable t;
+    t.rows = sorted_rows(rows, c);
+    for (size_t i = limit; i < t.rows.size(); ++i) {
+        ++t.other_rows;
+        const Costs& k = t.rows[i].costs;
+        t.other.calls += k.calls;
+        t.other.bytes += k.bytes;
+        t.other.peak_bytes += k.peak_bytes;
+        t.other.leaked_bytes += k.leaked_bytes;
+        t.other.leaked_blocks += k.leaked_blocks;
+        t.other.temporary_calls += k.temporary_calls;
+    }
+    if (t.rows.size() > limit) t.rows.resize(limit);
+    return t;
+}
+
+std::vector<CallNode> call_tree(const Analysis& a, bool bottom_up, Cost c, size_t limit, size_t depth) {
+    std::map<std::string, Building> roots;
+    for (const Site& s : a.sites) {
+        if (s.calls == 0) continue;
+        std::vector<std::string> path = names_of(s);
+        if (!bottom_up) std::reverse(path.begin(), path.end());
+        std::map<std::string, Building>* level = &roots;
+        for (size_t i = 0; i < path.size() && i < depth; ++i) {
+            Building& b = (*level)[path[i]];
+            b.costs.add(s);
+            level = &b.children;
+        }
+    }
+    return finish(roots, c, limit);
+}
+
+Result<CallerCallee> caller_callee(const Analysis& a, const std::string& name, Cost c) {
+    std::set<std::string> all;
+    for (const Site& s : a.sites)
+        for (std::string& n : names_of(s)) all.insert(std::move(n));
+    std::string function;
+    if (all.contains(name)) {
+        function = name;
+    } else {
+        std::vector<std::string> matches;
+        for (const std::string& n : all)
+            if (n.find(name) != std::string::npos) matches.push_back(n);
+        if (matches.size() != 1) {
+            constexpr size_t kNamed = 5;
+            std::string listed;
+            for (size_t i = 0; i < matches.size() && i < kNamed; ++i) listed += fmt::format("{}'{}'", i ? ", " : "", matches[i]);
+            if (matches.size() > kNamed) listed += fmt::format(" and {} more", matches.size() - kNamed);
+            return Error{"--caller-callee", name, 0,
+                         matches.empty() ? std::string("no function of the report has this name or contains it")
+                                         : fmt::format("{} functions contain it: {}", matches.size(), listed)};
+        }
+        function = matches.front();
+    }
+    CallerCallee out;
+    out.function = function;
+    std::map<std::string, FunctionRow> callers, callees;
+    for (const Site& s : a.sites) {
+        const std::vector<std::string> names = names_of(s);
+        std::set<std::string> site_callers, site_callees;
+        bool in = false;
+        for (size_t i = 0; i < names.size(); ++i) {
+            if (names[i] != function) continue;
+            in = true;
+            if (i + 1 < names.size()) site_callers.insert(names[i + 1]);
+            if (i > 0) site_callees.insert(names[i - 1]);
+        }
+        if (!in) continue;
+        out.total.add(s);
+        if (names.front() == function) out.self.add(s);
+        for (auto [set, rows] : {std::pair{&site_callers, &callers}, std::pair{&site_callees, &callees}})
+            for (const std::string& n : *set) {
+                FunctionRow& row = (*rows)[n];
+                row.name = n;
+                row.costs.add(s);
+            }
+    }
+    out.callers = sorted_rows(callers, c);
+    out.callees = sorted_rows(callees, c);
+    return out;
+}
+
+}  // namespace memtrack::report

@@ -1,0 +1,34 @@
+#pragma once
+// Leaks that are not the program's own (docs/REPORT.md, "Runtime-owned blocks and
+// suppressions"): one-time blocks the C and C++ runtimes make and keep for the life of the
+// process (libstdc++'s emergency exception pool, stdio's buffers, thread-local storage, the
+// dynamic loader's link maps), and the user's suppressions. They are reported apart; the leak
+// total leaves them out and says so.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/Result.hpp"
+#include "report/Analysis.hpp"
+
+namespace memtrack::report {
+
+// The runtime rule a stack matches, "" for none. Only the innermost frames that belong to the
+// runtimes (libc, the loader, libstdc++, libgcc_s, libm, and allocator entry points) are looked
+// at: a block the program's own code asked for is never the runtime's, whoever called that code.
+std::string_view runtime_rule(const StackFrames& frames);
+
+// A suppressions file: one `leak:PATTERN` per line; blank lines and lines starting with '#'
+// are skipped. PATTERN is a glob (fnmatch(3): `*`, `?`, `[...]`) matched against the whole of
+// each frame's function, source file and module path; a stack any of whose frames matches is
+// suppressed. Anything else is an error naming the file and line.
+Result<std::vector<std::string>> load_suppressions(const std::string& path);
+
+// The first pattern a stack matches, or nullptr.
+const std::string* suppressed_by(const StackFrames& frames, const std::vector<std::string>& patterns);
+
+// Sets Site::owner and owner_rule, and moves the leaked blocks of runtime-owned and suppressed
+// sites out of leaked_* into runtime_leaked_* and suppressed_leaked_*.
+void classify_owners(Analysis& a, const std::vector<std::string>& suppressions);
+
+}  // namespace memtrack::report
