@@ -19,7 +19,7 @@ struct OutputOptions {
     // text, json: one view instead of the site sections (Functions.hpp). The first set wins;
     // the command line allows one.
     enum class View { Sites, Functions, BottomUp, TopDown, CallerCallee } view = View::Sites;
-    std::string caller_callee;  // View::CallerCallee's function
+    std::string caller_callee{};  // View::CallerCallee's function
     size_t tree_depth = 32;     // call trees: levels at most
 };
 
