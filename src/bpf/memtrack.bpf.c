@@ -877,7 +877,8 @@ int alloc_entry(struct pt_regs *ctx)
 
 	if (func == MT_FUNC_FREE || func == MT_FUNC_DELETE) {
 		__u64 addr = probe_args(ctx, cookie).v[0];
-		if (mt_free_entry(&st->frames, func == MT_FUNC_DELETE, sp, addr)) {
+		/* The probe's address names the function (one probe per function). */
+		if (mt_free_entry(&st->frames, sp, addr, PT_REGS_IP(ctx))) {
 			if (recording)
 				emit(MT_KIND_FREE, addr, 0, 0, 0);
 		} else if (addr) {
