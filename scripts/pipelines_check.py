@@ -52,11 +52,16 @@ def main():
             if n == 0 or (name != "git" and n != common):
                 problems.append(f"{name} pid {pid}: {n} events after its exec (the others: {usual})")
     s = json.load(open(stats_path))
+    if s.get("loader_hooks_missed"):
+        problems.append(f"{s['loader_hooks_missed']} exec'd processes never held by the loader's hook "
+                        f"(untrapped {s['loader_missed_untrapped']}, rejected {s['loader_missed_rejected']}, "
+                        f"unheld {s['loader_missed_unheld']})")
     if s["dropped"]:
         problems.append(f"{s['dropped']} records dropped")
     print(f"execs={sum(len(v) for v in by_program.values())} events={sum(counts.values())} "
           f"new_code_stops={s['new_code_stops']} spawn_stops={s['spawn_stops']} dropped={s['dropped']} "
-          f"holds_escaped={s['holds_escaped']} spawn_unstopped={s['spawn_unstopped']}")
+          f"holds_escaped={s['holds_escaped']} spawn_unstopped={s['spawn_unstopped']} "
+          f"loader_hooks_missed={s.get('loader_hooks_missed')}")
     for p in problems:
         print("PROBLEM " + p)
     return 1 if problems else 0
