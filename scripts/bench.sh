@@ -2,7 +2,7 @@
 # memtrack's benchmarks, in one run (docs/BENCHMARKS.md shows a run and how to read it).
 #
 #   scripts/bench.sh [--real] [--overhead] [--pressure] [--drain] [--stacks] [--symbols] [--consumer] [--others]
-#                    [--report] [--html] [--allocators] [--cfi] [--dlopen] [--kernels] [--reps N] [--scale F] [--system-libc] [--keep]
+#                    [--report] [--html] [--allocators] [--cfi] [--dlopen] [--rss] [--kernels] [--reps N] [--scale F] [--system-libc] [--keep]
 #
 # Sections (all of them when none is named):
 #   --real      programs people run: gcc -O2 -c of a generated file, Debian's python3 (JSON, regular
@@ -43,6 +43,9 @@
 #   --dlopen    one process dlopening 1000, 5000 and 10000 distinct small libraries (tests/progs/
 #               dlopen_many), untracked, memtrack --no-stacks and memtrack: the hold at each new
 #               object must cost O(new objects); target: memtrack within 3x of untracked at each size.
+#   --rss       what the timeline's RSS records cost a page-fault-heavy program (bench/touch_pages:
+#               4 GiB of anonymous memory faulted in 4 KiB pages): untracked, memtrack --no-stacks
+#               --no-rss, with RSS records at the default granularity and at every change.
 #   --kernels   the per-pair cost (flood 1 N) against each kernel's own trap floor, net of start-up:
 #               this machine's kernel, and Debian's 6.1 and 6.12 booted under qemu TCG
 #               (scripts/kernels.sh; MEMTRACK_BENCH_KERNELS="6.1 6.12" names others), where the

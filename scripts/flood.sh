@@ -15,6 +15,13 @@
 #   --threads       the multi-threaded race hunt: REPS (default 100) runs cycling through 8, 32
 #                   and 64 threads in one writer and 4 x 16 threads, 64K to 4M rings, slowed
 #                   consumers, drains every 0.1 s and a competing busy loop
+#   --pipelines     the missed-exec hunt: REPS (default 20) runs, each of 40 rounds (-n) of short
+#                   pipelines under one bash (`git status --short | wc -l`, `seq | sort -r | head`,
+#                   `printf | tr | cut`) beside a competing busy loop (-b, default 1); every process
+#                   that exec'd one of these programs must have as many events after its exec as
+#                   the others of that program (git: more than none), and each program one exec a
+#                   round (scripts/pipelines_check.py); memtrack must exit 0 with loader_hooks_missed
+#                   0 (a failed run's files, stats and messages are kept)
 #   --lifecycle     the lifecycle stress: REPS (default 100) runs of the root suite's lifecycle
 #                   cases (tests/root/test_lifecycle.cpp: exec from a thread, SIGCONT storms to
 #                   new children, a stop/continue loop, a leader's pthread_exit, ...) under a 64K
@@ -61,6 +68,7 @@ BUSY=0
 REPS=""
 THREADS_HUNT=0
 LIFECYCLE=0
+PIPELINES=0
 TIMEOUT=600
 STACKS=()
 EXTRA=()
@@ -74,6 +82,7 @@ while (($#)); do
         -R) (($# >= 2)) || die "-R needs a value"; REPS="$2"; shift 2 ;;
         --threads) THREADS_HUNT=1; shift ;;
         --lifecycle) LIFECYCLE=1; shift ;;
+        --pipelines) PIPELINES=1; shift ;;
         -n) (($# >= 2)) || die "-n needs a value"; N="$2"; shift 2 ;;
         -r) (($# >= 2)) || die "-r needs a value"; RING="$2"; shift 2 ;;
         -d) (($# >= 2)) || die "-d needs a value"; DELAY="$2"; shift 2 ;;
@@ -111,6 +120,64 @@ if ((LIFECYCLE)); then
         echo "lifecycle run $i/$reps: passed"
     done
     echo "flood: $reps lifecycle runs passed"
+    exit 0
+fi
+
+# The missed-exec hunt: many short exec'd processes under one memtrack per run; a process whose
+# exec memtrack missed has no events (or fewer than its siblings, all running the same input).
+if ((PIPELINES)); then
+    # Under the build lock for the whole hunt, as the flood: nobody relinks memtrack under it.
+    if [[ -n "$LOCK" ]]; then
+        exec 9>"$LOCK"
+        flock 9
+    fi
+    [[ "${FLOOD_NO_BUILD:-}" == 1 ]] || "$ROOT/scripts/build.sh" 9>&-
+    command -v python3 >/dev/null || die "python3 is needed to check the results"
+    reps=${REPS:-20}
+    rounds=40
+    [[ " ${ARGS[*]} " == *" -n "* ]] && rounds=$N
+    [[ " ${ARGS[*]} " == *" -b "* ]] || BUSY=1
+    WORK="$(mktemp -d "${TMPDIR:-/tmp}/memtrack-pipelines-XXXXXX")"
+    busy_pids=()
+    cleanup_pipelines() {
+        for b in ${busy_pids[@]+"${busy_pids[@]}"}; do kill -KILL "$b" 2>/dev/null || true; wait "$b" 2>/dev/null || true; done
+        if [[ "${FLOOD_KEEP_TMP:-}" == 1 ]]; then echo "flood: kept $WORK" >&2; else rm -rf "$WORK"; fi
+    }
+    trap cleanup_pipelines EXIT
+    for ((b = 0; b < BUSY; b++)); do
+        bash -c 'while :; do :; done' </dev/null >/dev/null 2>&1 9>&- &
+        busy_pids+=($!)
+    done
+    script="cd '$ROOT'; for ((i = 0; i < $rounds; i++)); do git status --short | wc -l; seq 1000 | sort -r | head -n 1; printf 'a:b\nc:d\n' | tr a-z A-Z | cut -d: -f2; done >/dev/null"
+    for ((i = 1; i <= reps; i++)); do
+        rm -rf "$WORK/out" "$WORK/stats.json"
+        status=0
+        # Its own process group (set -m): what is left of the run afterwards is exactly that group.
+        set -m
+        timeout -s TERM "$TIMEOUT" "$MEMTRACK" track --no-summary -o "$WORK/out" --stats "$WORK/stats.json" \
+            ${STACKS[@]+"${STACKS[@]}"} ${EXTRA[@]+"${EXTRA[@]}"} -- bash -c "$script" </dev/null \
+            >"$WORK/memtrack.out" 2>"$WORK/memtrack.err" 9>&- &
+        run_pid=$!
+        set +m
+        wait "$run_pid" || status=$?
+        stopped=$(ps -eo pid=,pgid=,stat=,comm= | awk -v g="$run_pid" '$2 == g && $3 ~ /^T/ {print $1 "(" $4 ")"}')
+        [[ -z "$stopped" ]] || { echo "flood: FAIL in pipelines run $i: left stopped: $stopped" >&2; exit 1; }
+        # A run memtrack itself failed (a miss it saw: loader_hooks_missed, ...) is checked too,
+        # and its files kept with its stats and messages.
+        checked=0
+        result=$(python3 "$ROOT/scripts/pipelines_check.py" "$MEMTRACK" "$WORK/out" "$WORK/stats.json" "$rounds") || checked=$?
+        if ((status != 0 || checked != 0)); then
+            echo "$result" >&2
+            ((status == 0)) || echo "flood: memtrack exited $status: $(tr '\n' ' ' <"$WORK/memtrack.err")" >&2
+            mv "$WORK/out" "$WORK/failed-run-$i" 2>/dev/null || mkdir -p "$WORK/failed-run-$i"
+            cp "$WORK/stats.json" "$WORK/memtrack.err" "$WORK/failed-run-$i/" 2>/dev/null || true
+            FLOOD_KEEP_TMP=1
+            echo "flood: FAIL in pipelines run $i of $reps (its files: $WORK/failed-run-$i)" >&2
+            exit 1
+        fi
+        echo "pipelines run $i/$reps: $result"
+    done
+    echo "flood: $reps pipelines runs passed"
     exit 0
 fi
 

@@ -11,7 +11,7 @@ BUILD="$ROOT/build"
 MEMTRACK="$BUILD/memtrack"
 BIN="$BUILD/bench"
 # The order the sections run in (and print in).
-SECTIONS=(real overhead others pressure drain stacks symbols cfi consumer report html allocators dlopen kernels)
+SECTIONS=(real overhead others pressure drain stacks symbols cfi consumer report html allocators dlopen rss kernels)
 
 # The help is scripts/bench.sh's header comment.
 usage() { sed -n '2,/^set -euo/p' "$ROOT/scripts/bench.sh" | sed -e '$d' -e 's/^# \{0,1\}//'; }
@@ -74,6 +74,7 @@ workload_sizes() {
     REAL_PY_N=$(scaled 200000)      # --real: records python3 dumps and loads as JSON
     REAL_SQL_N=$(scaled 100000)     # --real: rows sqlite3 inserts
     REAL_RUST_N=$(scaled 4000)      # --real: expressions bench/real_rust parses
+    RSS_MIB=$(scaled 4096)          # --rss: MiB touch_pages faults in, 4 KiB pages
     NODE_JS="const a=[]; for(let i=0;i<$NODE_N;i++) a.push({id:i, name:\"n\"+i, v:[i]})"
 }
 
@@ -94,7 +95,7 @@ lock_and_build() { # -> LOCK_WAIT_S, BUILD_S; fd 9 holds the lock until the scri
     "$ROOT/scripts/build.sh"
     BUILD_S=$(awk -v a="$build_t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
     for b in "$MEMTRACK" "$BIN/flood" "$BIN/churn_c" "$BIN/churn_nofp" "$BIN/churn_cxx" "$BIN/callsites" "$BIN/trap_floor" "$BIN/consumer_throughput" \
-        "$BIN/report_artifact" "$BIN/artifact_read" "$BIN/symbol_throughput" "$BIN/cfi_tables" "$BIN/real_rust"; do
+        "$BIN/report_artifact" "$BIN/artifact_read" "$BIN/symbol_throughput" "$BIN/cfi_tables" "$BIN/real_rust" "$BIN/touch_pages"; do
         [[ -x "$b" ]] || die "$b was not built"
     done
 }

@@ -401,6 +401,16 @@ void ProcessLinks::release_new_code(uint32_t pid, uint32_t source) {
             log::error("probes for {} in process {}: {}", o.object.path, pid, r.error().message());
         }
     }
+    // The loader's hook must hold the new image once its libraries are mapped: BPF says at its
+    // exit if it never did (an error, not a silent miss). Only an executable the kernel mapped
+    // the loader for (two objects at exec): the loader run as the program itself (ldd's
+    // `ld.so --verify`) may end before any hook.
+    if (source == MT_CODE_EXEC && loader && st.known.size() > 1) {
+        if (auto r = bpf_.watch_loader_hook(pid_t(pid)); !r) {
+            counters_.probe_errors.add();
+            log::error("new code in process {}: {}", pid, r.error().message());
+        }
+    }
     // Whether the process has an allocator memtrack knows is settled once its start-up objects
     // are mapped: at exec for a static executable (no loader), at the loader's first hook that
     // holds otherwise (RT_CONSISTENT: the libraries are mapped).

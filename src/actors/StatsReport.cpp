@@ -73,6 +73,10 @@ KernelCounters read_kernel_counters(const BpfSession& bpf) {
     k.holds_restopped = bpf.counters().shown(MT_COUNTER_HOLDS_RESTOPPED);
     k.holds_unrestored = bpf.counters().shown(MT_COUNTER_HOLDS_UNRESTORED);
     k.holds_escaped = bpf.counters().shown(MT_COUNTER_HOLDS_ESCAPED);
+    k.loader_hooks_missed = bpf.counters().shown(MT_COUNTER_LOADER_HOOKS_MISSED);
+    k.loader_missed_untrapped = bpf.counters().shown(MT_COUNTER_LOADER_MISSED_UNTRAPPED);
+    k.loader_missed_rejected = bpf.counters().shown(MT_COUNTER_LOADER_MISSED_REJECTED);
+    k.loader_missed_unheld = bpf.counters().shown(MT_COUNTER_LOADER_MISSED_UNHELD);
     k.events_max_fill_bytes = bpf.max_fill_bytes(0);
     k.stacks_max_fill_bytes = bpf.max_fill_bytes(1);
     k.stop_bytes = bpf.stop_bytes();
@@ -186,6 +190,10 @@ boost::json::object stats_json(const RunCounters& c) {
         {"holds_restopped", k.holds_restopped},
         {"holds_unrestored", k.holds_unrestored},
         {"holds_escaped", k.holds_escaped},
+        {"loader_hooks_missed", k.loader_hooks_missed},
+        {"loader_missed_untrapped", k.loader_missed_untrapped},
+        {"loader_missed_rejected", k.loader_missed_rejected},
+        {"loader_missed_unheld", k.loader_missed_unheld},
         {"spawn_held_ms", ms_summary(pauses.spawn_held_ns)},
         {"new_code_held_ms", ms_summary(pauses.new_code_held_ns)},
         {"processes_without_allocator", links.processes_without_allocator.get()},

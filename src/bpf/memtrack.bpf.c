@@ -155,6 +155,14 @@ struct {
 	__type(value, __u32);
 } tracked SEC(".maps");
 
+/* Exec'd images watched until their loader's hook holds them (record.h: MT_EXEC_WATCH_*). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u32);
+} exec_watch SEC(".maps");
 
 /* Per-thread state: the nesting frames and the arguments saved between entry and return. */
 struct thread_state {
@@ -753,6 +761,15 @@ static __always_inline bool hold_for_new_code(__u32 source)
 	return true;
 }
 
+/* What the current process's image did toward its loader's hook (only one exec_watch watches). */
+static __always_inline void exec_watch_note(__u32 bits)
+{
+	__u32 tgid = current_tgid();
+	__u32 *w = bpf_map_lookup_elem(&exec_watch, &tgid);
+	if (w)
+		__sync_fetch_and_or(w, bits);
+}
+
 /*
  * Through a process's own link the kernel ran us for that process only. Through a shared link,
  * only for a tracked process without links of its own (which gets its events through those):
@@ -764,8 +781,13 @@ static __always_inline bool probe_applies(__u64 cookie)
 		return true;
 	__u32 tgid = current_tgid();
 	__u32 *how = bpf_map_lookup_elem(&tracked, &tgid);
-	if (how)
-		return *how == MT_TRACKED_SHARED;
+	if (how) {
+		if (*how == MT_TRACKED_SHARED)
+			return true;
+		if (MT_COOKIE_FUNC(cookie) == MT_FUNC_LOADER || is_mapping(MT_COOKIE_FUNC(cookie)))
+			exec_watch_note(MT_EXEC_WATCH_REJECTED);
+		return false;
+	}
 	/*
 	 * memtrack's own allocator calls (not its mappings, nor the C library's teardown at its
 	 * threads' exits): its allocator must not sit behind a probe (meson.build).
@@ -781,13 +803,10 @@ int alloc_entry(struct pt_regs *ctx)
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	if (!probe_applies(cookie))
 		return 0;
-	struct thread_state *st = state(true);
-	if (!st)
-		return 0;
 	__u32 func = MT_COOKIE_FUNC(cookie);
-	/* The stack pointer at the call's entry, pointing at its return address. */
-	__u64 sp = PT_REGS_SP(ctx);
-
+	if (func == MT_FUNC_LOADER || is_mapping(func))
+		exec_watch_note(MT_EXEC_WATCH_TRAPPED);
+	/* The loader's hook needs no thread state: it holds even where none can be made. */
 	if (func == MT_FUNC_LOADER) {
 		/*
 		 * The loader calls its hook before a change (RT_ADD, RT_DELETE) and after it
@@ -798,11 +817,20 @@ int alloc_entry(struct pt_regs *ctx)
 		if (distance &&
 		    bpf_probe_read_user(&r_state, sizeof(r_state),
 					(void *)(PT_REGS_IP(ctx) + distance + MT_R_DEBUG_STATE_OFFSET)) == 0 &&
-		    r_state != MT_RT_CONSISTENT)
+		    r_state != MT_RT_CONSISTENT) {
+			exec_watch_note(MT_EXEC_WATCH_HOOK);
 			return 0;
-		hold_for_new_code(MT_CODE_LOADER);
+		}
+		exec_watch_note(MT_EXEC_WATCH_HOOK |
+				(hold_for_new_code(MT_CODE_LOADER) ? MT_EXEC_WATCH_HELD : MT_EXEC_WATCH_UNHELD));
 		return 0;
 	}
+	struct thread_state *st = state(true);
+	if (!st)
+		return 0;
+	/* The stack pointer at the call's entry, pointing at its return address. */
+	__u64 sp = PT_REGS_SP(ctx);
+
 	if (is_mapping(func)) {
 		mapping_entry(st, ctx, cookie, func, sp);
 		return 0;
@@ -810,7 +838,8 @@ int alloc_entry(struct pt_regs *ctx)
 
 	if (func == MT_FUNC_FREE || func == MT_FUNC_DELETE) {
 		__u64 addr = probe_args(ctx, cookie).v[0];
-		if (mt_free_entry(&st->frames, func == MT_FUNC_DELETE, sp, addr)) {
+		/* The probe's address names the function (one probe per function). */
+		if (mt_free_entry(&st->frames, sp, addr, PT_REGS_IP(ctx))) {
 			if (recording)
 				emit(MT_KIND_FREE, addr, 0, 0, 0);
 		} else if (addr) {
@@ -1112,6 +1141,7 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	bpf_map_delete_elem(&maps_known, &tgid); /* a new image: its mappings must be read again */
 	bpf_map_delete_elem(&unwind_procs, &tgid); /* and described again, while it is held below */
 	bpf_map_delete_elem(&python_procs, &tgid);
+	bpf_map_delete_elem(&exec_watch, &tgid); /* user space watches the new image if it maps the loader */
 	emit(MT_KIND_EXEC, 0, 0, 0, 0);
 	emit_exec_texts(bprm);
 	/* Its executable (a static one holds its allocator) is probed before its first instruction. */
@@ -1145,6 +1175,33 @@ static __always_inline __u64 exit_status(struct task_struct *task)
 	return (__u32)BPF_CORE_READ(task, exit_code);
 }
 
+/*
+ * The process's last image mapped the loader and its hook never held it: its libraries were
+ * never probed. Counted unless the loader could not have reached its hook at RT_CONSISTENT: a
+ * process killed by a signal, the loader's own failure (exit code 127: a library missing), or
+ * a hook seen at RT_ADD only (ldd: the loader lists the libraries and exits before they run).
+ */
+static __always_inline void loader_hook_settle(__u32 tgid, __u64 status)
+{
+	__u32 *w = bpf_map_lookup_elem(&exec_watch, &tgid);
+	if (!w)
+		return;
+	__u32 bits = *w;
+	bpf_map_delete_elem(&exec_watch, &tgid);
+	if (!(bits & MT_EXEC_WATCH_LOADER) || (bits & MT_EXEC_WATCH_HELD) || (status & 0x7f) ||
+	    ((status >> 8) & 0xff) == 127)
+		return;
+	if ((bits & MT_EXEC_WATCH_HOOK) && !(bits & MT_EXEC_WATCH_UNHELD))
+		return;
+	count(MT_COUNTER_LOADER_HOOKS_MISSED);
+	if (bits & (MT_EXEC_WATCH_TRAPPED | MT_EXEC_WATCH_HOOK))
+		count(MT_COUNTER_LOADER_MISSED_UNHELD);
+	else if (bits & MT_EXEC_WATCH_REJECTED)
+		count(MT_COUNTER_LOADER_MISSED_REJECTED);
+	else
+		count(MT_COUNTER_LOADER_MISSED_UNTRAPPED);
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *task)
 {
@@ -1160,6 +1217,7 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	bpf_map_delete_elem(&unwind_procs, &tgid);
 	bpf_map_delete_elem(&python_procs, &tgid);
 	bpf_map_delete_elem(&tracked, &tgid);
+	loader_hook_settle(tgid, exit_status(task));
 	emit_record(MT_KIND_EXIT, 0, exit_status(task), 0, 0, false, 0); /* no SIGSTOP to a dying process */
 	return 0;
 }

@@ -18,12 +18,16 @@
 #include <stdbool.h>
 #endif
 
+/* The functions a chain of frees of one block may pass through: sized delete, delete, free. */
+#define MT_FREE_CHAIN 4
+
 struct mt_frames {
 	__u64 alloc_sp;    /* entry SP of the outermost allocation call in flight; 0: none */
-	__u64 delete_sp;   /* an operator delete in flight: the free() it makes is the same event */
-	__u64 delete_addr;
 	__u64 free_sp;     /* the last recorded free: an munmap of its block inside it is internal */
 	__u64 free_addr;
+	/* The functions its chain entered so far (their probe addresses), free_chain_len of them. */
+	__u64 free_chain[MT_FREE_CHAIN];
+	__u32 free_chain_len;
 };
 
 enum mt_entry {
@@ -52,8 +56,7 @@ static inline enum mt_entry mt_alloc_entry(struct mt_frames *f, __u64 sp, bool o
 		res = MT_ENTRY_STALE;
 	}
 	f->alloc_sp = sp;
-	/* A new allocation may return an address freed before: the old markers say nothing now. */
-	f->delete_sp = 0;
+	/* A new allocation may return an address freed before: the old marker says nothing now. */
 	f->free_sp = 0;
 	return res;
 }
@@ -67,30 +70,42 @@ static inline bool mt_alloc_return(struct mt_frames *f, __u64 sp)
 	return true;
 }
 
-/* free() or operator delete is entered with addr. True: record one Free. */
-static inline bool mt_free_entry(struct mt_frames *f, bool is_delete, __u64 sp, __u64 addr)
+static inline bool mt_free_chain_has(const struct mt_frames *f, __u64 fn)
+{
+	for (__u32 k = 0; k < MT_FREE_CHAIN && k < f->free_chain_len; k++)
+		if (f->free_chain[k] == fn)
+			return true;
+	return false;
+}
+
+/*
+ * free() or operator delete, the function whose probe sits at fn, is entered with addr. True:
+ * record one Free.
+ *
+ * One logical free may pass through several probed functions on one block: operator delete
+ * tail-calling free (or calling it), a sized delete jumping to the plain one, mimalloc's
+ * mi_free_size jumping to mi_free. They run at or below the stack pointer of the first one, on
+ * the same address, and none of them enters a function the chain already went through. The
+ * marker has no return to end it (free has no return probe), so the last test is what ends it:
+ * the thread freeing the same address again through a function its chain already entered is a
+ * new free, of a block another thread got back from the allocator in between (a thread freeing
+ * its walker's buffers, at one call site, allocating nothing between frees: fd-find's receiver).
+ */
+static inline bool mt_free_entry(struct mt_frames *f, __u64 sp, __u64 addr, __u64 fn)
 {
 	if (!addr)
 		return false;
 	if (f->alloc_sp && sp < f->alloc_sp)
 		return false; /* realloc(p, 0) and friends free inside */
-	if (f->delete_sp && sp <= f->delete_sp && addr == f->delete_addr) {
-		if (!is_delete)
-			f->delete_sp = 0; /* the delete's own free(): consumed */
+	if (f->free_sp && sp <= f->free_sp && addr == f->free_addr && !mt_free_chain_has(f, fn)) {
+		if (f->free_chain_len < MT_FREE_CHAIN)
+			f->free_chain[f->free_chain_len++] = fn;
 		return false;
-	}
-	/*
-	 * A free tail-calling another (mimalloc's mi_free_size -> mi_free), or called inside one, on
-	 * the same block: one logical free.
-	 */
-	if (f->free_sp && sp <= f->free_sp && addr == f->free_addr)
-		return false;
-	if (is_delete) {
-		f->delete_sp = sp;
-		f->delete_addr = addr;
 	}
 	f->free_sp = sp;
 	f->free_addr = addr;
+	f->free_chain[0] = fn;
+	f->free_chain_len = 1;
 	return true;
 }
 

@@ -166,6 +166,17 @@ enum mt_arg_reg {
 #define MT_TRACKED_SHARED 1 /* through the shared (unfiltered) links */
 #define MT_TRACKED_OWN 2    /* through links of its own; the shared ones must ignore it */
 /*
+ * Values of the `exec_watch` map (tgid -> bits, from an exec to the exit): what became of the
+ * loader's hook in an image that maps the loader, so one whose hook never held is counted
+ * (MT_COUNTER_LOADER_HOOKS_MISSED) instead of running unrecorded in silence.
+ */
+#define MT_EXEC_WATCH_LOADER 0x1   /* user space, at the exec's release: the image maps the loader */
+#define MT_EXEC_WATCH_TRAPPED 0x2  /* a mapping or loader probe applied in it */
+#define MT_EXEC_WATCH_REJECTED 0x4 /* a shared link's mapping or loader probe trapped in it, not applied */
+#define MT_EXEC_WATCH_HOOK 0x8     /* the loader's hook trapped, in any state */
+#define MT_EXEC_WATCH_HELD 0x10    /* the hook at RT_CONSISTENT took the new-code hold */
+#define MT_EXEC_WATCH_UNHELD 0x20  /* the hook at RT_CONSISTENT found the hold taken already */
+/*
  * MT_FUNC_LOADER: bits 32-63 hold the signed distance from the probed instruction to the
  * loader's `_r_debug` (0: unknown), whose r_state says which change the hook announces.
  */
@@ -235,6 +246,14 @@ enum mt_counter {
 	MT_COUNTER_HOLDS_RESTOPPED,  /* of those, the pauses BPF stopped again at once (hold.h: RESTOP) */
 	MT_COUNTER_HOLDS_UNRESTORED, /* pauses for probes or new code that could not be: must stay 0 */
 	MT_COUNTER_HOLDS_ESCAPED,    /* processes held before they ran that ran all the same: must stay 0 */
+	/*
+	 * Exec'd images that map the loader and exited normally without its hook ever holding them
+	 * (their libraries were never probed): must stay 0. Then, by what the exec_watch bits say:
+	 */
+	MT_COUNTER_LOADER_HOOKS_MISSED,
+	MT_COUNTER_LOADER_MISSED_UNTRAPPED, /* no mapping or loader probe ran for the image */
+	MT_COUNTER_LOADER_MISSED_REJECTED,  /* only shared links trapped in it, and did not apply */
+	MT_COUNTER_LOADER_MISSED_UNHELD,    /* its hook found the hold taken, or only mapping probes ran */
 	/* time_parts only: nanoseconds spent in each part of the allocation return program, summed. */
 	MT_COUNTER_PART_EVENTS,          /* allocation events timed */
 	MT_COUNTER_PART_WALK_NS,         /* the stack walk (CFI rows or bpf_get_stack) */

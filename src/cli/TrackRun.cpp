@@ -381,6 +381,13 @@ private:
                        unheld);
             if (status == 0) status = 1;
         }
+        // Exec'd images whose libraries were never probed: the loader's hook never held them.
+        if (auto n = counters.read(MT_COUNTER_LOADER_HOOKS_MISSED); n && n.value() > 0) {
+            log::error("{} exec'd processes ran without their libraries probed (the loader's hook never held "
+                       "them): their allocations are missing (stats: loader_hooks_missed)",
+                       n.value());
+            if (status == 0) status = 1;
+        }
         // Any counter read that failed, these or the stats' (shown there as 0): the run cannot
         // vouch for what it did not read.
         if (const uint64_t failed = counters.read_errors(); failed > 0) {

@@ -211,6 +211,13 @@ Result<void> BpfSession::track_own(pid_t pid) {
     return {};
 }
 
+Result<void> BpfSession::watch_loader_hook(pid_t pid) {
+    const uint32_t key = uint32_t(pid), bits = MT_EXEC_WATCH_LOADER;
+    if (bpf_map__update_elem(skel_->maps.exec_watch, &key, sizeof(key), &bits, sizeof(bits), BPF_ANY) != 0)
+        return errno_error("watch the loader's hook of", std::to_string(pid));
+    return {};
+}
+
 void BpfSession::set_recording(bool on) {
     std::atomic_ref<uint32_t>(skel_->bss->recording).store(on ? 1 : 0, std::memory_order_seq_cst);
 }

@@ -90,6 +90,9 @@ public:
 
     bool track(pid_t pid);      // tracked, through the shared links; false: tracked already
     Result<void> track_own(pid_t pid);  // tracked, through links of its own
+    // pid's new image maps the loader: its exit says whether the loader's hook held it
+    // (MT_COUNTER_LOADER_HOOKS_MISSED). Only while pid is held at its exec.
+    Result<void> watch_loader_hook(pid_t pid);
     void set_recording(bool on);
 
     int events_ring_fd() const;

@@ -59,6 +59,9 @@ void Analyzer::set_processes(ProcessModel model, std::optional<size_t> window) {
 }
 
 void Analyzer::end_processes_until(uint64_t time) {
+    // --window: nothing after its end is its own. A block live then is leaked in it, whatever
+    // its process does later (exit, exec, or running on): the window's leaked-in-window figure.
+    if (selected_) time = std::min(time, selected_->end_ns);
     const auto& ends = model_->ends;
     const auto& rss = model_->rss;
     for (;;) {
@@ -312,9 +315,20 @@ Analysis Analyzer::finish() && {
     a_.peak_time_ns = peak_.peak_time_ns();
 
     if (model_) {
-        // What is still live belongs to processes running at the end: not leaked.
-        a_.live_at_end_bytes = heap_bytes_;
-        a_.live_at_end_blocks = heap_blocks_;
+        if (selected_) {
+            // Live at the window's end (end_processes_until went no further): leaked in it.
+            a_.leaked_bytes += heap_bytes_;
+            a_.leaked_blocks += heap_blocks_;
+            for (auto& [pid, p] : processes_) {
+                p.leaked_bytes += p.live_bytes;
+                p.leaked_blocks += p.live_blocks;
+            }
+            a_.window = selected_->number;
+        } else {
+            // What is still live belongs to processes running at the end: not leaked.
+            a_.live_at_end_bytes = heap_bytes_;
+            a_.live_at_end_blocks = heap_blocks_;
+        }
         for (const auto& [pid, info] : model_->processes) {
             if (!filter_.accepts_pid(pid)) continue;
             if (selected_ && !lived_in(info, *selected_)) {

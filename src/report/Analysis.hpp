@@ -99,6 +99,10 @@ struct Analysis {
     // The session's windows (Windows.hpp), by start; with --window only that one, and
     // peak_rss_bytes is then its RSS peak.
     std::vector<WindowTotals> windows;
+    // --window: its number. Every figure is then the window's own: leaked_* (and each process's
+    // and site's leak) is what was made in it and neither freed nor discarded by exec by its end,
+    // its leaked-in-window, and nothing is live_at_end_*.
+    std::optional<uint32_t> window;
     std::vector<ProcessTotals> processes;  // by pid
     std::vector<Site> sites;               // in order of first allocation
     std::vector<TimelinePoint> timeline;

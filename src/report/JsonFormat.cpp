@@ -167,7 +167,10 @@ json::object totals_json(const Analysis& a) {
     o["replaced_blocks"] = a.replaced_blocks;
     o["filtered_out"] = a.filtered_out;
     if (a.has_timeline) {
-        // live_bytes above is then what was live at each process's exit.
+        // live_bytes above is then what was live at each process's exit; with --window, what
+        // was made in the window and live at its end or its process's exit before (the window's
+        // leaked-in-window).
+        if (a.window) o["window"] = *a.window;
         o["live_at_end_bytes"] = a.live_at_end_bytes;
         o["live_at_end_blocks"] = a.live_at_end_blocks;
         o["exec_discarded_bytes"] = a.exec_discarded_bytes;
@@ -213,7 +216,7 @@ json::object json_model(const Analysis& a, const OutputOptions& o) {
             po["end_ns"] = p.info.end_ns;
             po["status"] = js(p.info.status);
             po["heap_peak_bytes"] = p.peak_bytes;
-            po["live_at_end_bytes"] = p.live_bytes;
+            po["live_at_end_bytes"] = a.window ? 0 : p.live_bytes;  // --window: leaked in it
             po["exec_discarded_bytes"] = p.exec_discarded_bytes;
             po["rss_peak_bytes"] = p.info.rss_peak;
         }

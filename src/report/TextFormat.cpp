@@ -177,13 +177,19 @@ void header(const Analysis& a, const Style& st, std::string& out) {
     if (!a.has_timeline) {
         out += fmt::format("live at end (leaked): {} in {}{}\n", bytes_and_human(a.leaked_bytes), blocks(a.leaked_blocks),
                            leak_exclusions(a));
+    } else if (a.window) {
+        out += fmt::format("leaked in window {} (made in it, live at its end or at their process's exit): {} in {}{}\n",
+                           *a.window, bytes_and_human(a.leaked_bytes), blocks(a.leaked_blocks), leak_exclusions(a));
     } else {
         out += fmt::format("leaked (live at their process's exit): {} in {}{}\n", bytes_and_human(a.leaked_bytes),
                            blocks(a.leaked_blocks), leak_exclusions(a));
+    }
+    if (a.has_timeline) {
         out += fmt::format("discarded by exec (live when their process exec'd; not leaks): {} in {}\n",
                            bytes_and_human(a.exec_discarded_bytes), blocks(a.exec_discarded_blocks));
-        out += fmt::format("live at the end of the recording (processes still running): {} in {}\n",
-                           bytes_and_human(a.live_at_end_bytes), blocks(a.live_at_end_blocks));
+        if (!a.window)  // with one, what is live at its end is leaked in it
+            out += fmt::format("live at the end of the recording (processes still running): {} in {}\n",
+                               bytes_and_human(a.live_at_end_bytes), blocks(a.live_at_end_blocks));
         out += fmt::format("peak RSS (sum over the processes alive; at least the largest process's own): {}\n",
                            bytes_and_human(a.peak_rss_bytes));
         out += fmt::format("heap vs RSS: {} resident beyond the peak live heap (allocator's free memory, code, "
@@ -225,7 +231,7 @@ void processes_section(const Analysis& a, const Style& st, std::string& out) {
         out += fmt::format("  {:>7} {:>7} {:>10} {:>10} {:<20} {:>11} {:>11} {:>11} {:>11}  {}\n", p.pid,
                            i.parent ? std::to_string(i.parent) : "-", since_start(a, i.start_ns),
                            since_start(a, i.end_ns), status, human_bytes(p.peak_bytes),
-                           i.status == "running at the end" ? "-" : human_bytes(p.leaked_bytes),
+                           i.status == "running at the end" && !a.window ? "-" : human_bytes(p.leaked_bytes),
                            i.rss_peak ? human_bytes(i.rss_peak) : "-", p.calls, i.command);
     }
 }
@@ -373,8 +379,11 @@ std::string text_report(const Analysis& a, const OutputOptions& o) {
         case View::Sites:
             section(a, Cost::Peak, "sites at the peak", o, st, out);
             section(a, Cost::Leaked,
-                    a.has_timeline ? "leaks (live at their process's exit, or at the end)" : "leaks (live at exit)", o,
-                    st, out);
+                    a.window ? fmt::format("leaks in window {} (made in it, live at its end or at their process's exit)",
+                                           *a.window)
+                    : a.has_timeline ? "leaks (live at their process's exit, or at the end)"
+                                     : "leaks (live at exit)",
+                    o, st, out);
             owned_section(a, o, st, out);
             section(a, Cost::Allocations, "most calls", o, st, out);
             section(a, Cost::Allocated, "most bytes allocated", o, st, out);

@@ -74,6 +74,9 @@
 #define FX_THREAD2 9719u
 #define FX_THREAD3 9829u
 
+/* cross_free: a thread allocates it, the main thread frees it, N times. */
+#define FX_CROSS_FREE 3011u
+
 /* lifecycle (tests/progs/lifecycle.c): one size per corner of a process's life. */
 #define FX_LIFE_EXECED 9851u   /* `alloc N`: the program a thread execs into, N times */
 #define FX_LIFE_CHILD 9857u    /* each child of `sigcont-children` and `stop-loop`, N times */

@@ -201,6 +201,35 @@ TEST_CASE("process: threads carry their own tid and the process's pid") {
     CHECK_MESSAGE(wrong.empty(), "Malloc not followed by its Free in the same thread:", join(wrong));
 }
 
+// fd-find's lost frees (#29): its receiver thread frees its walker's blocks and allocates nothing
+// between frees, so an address the walker got back was freed again by the same free() at the same
+// stack pointer, and the thread's last-free marker took it for a free inside the first one.
+TEST_CASE("process: a thread freeing blocks another thread allocates again at the same address records every Free") {
+    ROOT_SUITE_GUARD();
+    const unsigned n = 100;
+    TempDir dir;
+    Tracked t = track_and_dump(dir, {fixture("cross_free"), std::to_string(n)});
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_common(t);
+    const std::set<uint64_t> sizes = {FX_CROSS_FREE};
+    CHECK(tally(with_size(t.events, FX_CROSS_FREE)) == "Malloc x" + std::to_string(n));
+    Pairing p = pair_up(t.events, sizes);
+    CHECK_MESSAGE(p.problems.empty(), "allocation history problems:", p.problems_text());
+    CHECK_MESSAGE(p.live.empty(), "blocks never freed:", join(p.live));
+    CHECK(show(p.frees) == show(std::map<uint64_t, size_t>{{FX_CROSS_FREE, n}}));
+    // Allocated by the producer thread, freed by the main thread.
+    auto frees = select(t.events, [](const Event& e) { return e.type == "Free"; });
+    auto mallocs = with_size(t.events, FX_CROSS_FREE);
+    CHECK(tids_of(mallocs).size() == 1);
+    CHECK(tids_of(mallocs).count(t.result.root_pid) == 0);
+    std::set<uint64_t> addrs;
+    for (const Event& e : mallocs) addrs.insert(e.addr);
+    size_t main_frees = 0;
+    for (const Event& e : frees)
+        if (addrs.count(e.addr) && e.tid == t.result.root_pid) main_frees++;
+    CHECK(main_frees == n);
+}
+
 TEST_CASE("process: the command's exit status is memtrack's, and the artifact stays valid") {
     ROOT_SUITE_GUARD();
     TempDir dir;

@@ -319,6 +319,51 @@ TEST_CASE("report with a timeline and --window: every figure is that window's") 
     CHECK(pids == std::vector<int32_t>{100, 102});  // 101 ended before, 103 started at its end
 }
 
+// A window from 102's allocation to just before its exec: its 7000 B are live at the window's end,
+// leaked in it, though the exec after it discards them (--to's figure: nothing leaked). Window 1
+// (from the start to 5 ms) has 101's 5000 B, left at its exit inside it, and 100's 1000 B, live
+// at the window's end while 100 runs on to the end of the recording.
+TEST_CASE("report with a timeline and --window: the leaks are the window's leaked-in-window") {
+    const auto analyse_in = [](std::vector<TimelineEvent> session, size_t window) {
+        std::vector<TimelineEvent> events = timeline();
+        events.insert(events.end(), session.begin(), session.end());
+        StackTable stacks;
+        Analyzer a(stacks, {}, 1);
+        a.set_processes(build_process_model(events), window);
+        for (const Event& e : kEvents) a.add(e);
+        return std::move(a).finish();
+    };
+    const Analysis pre_exec = analyse_in({session(Type::Enable, ms(5) + 1), session(Type::Disable, ms(6) + 1)}, 0);
+    REQUIRE(pre_exec.windows.size() == 1);
+    CHECK(pre_exec.window == 1u);
+    CHECK(pre_exec.windows[0].leaked_bytes == 7000);
+    CHECK(pre_exec.leaked_bytes == 7000);
+    CHECK(pre_exec.leaked_blocks == 1);
+    CHECK(pre_exec.exec_discarded_bytes == 0);  // the exec came after the window
+    CHECK(pre_exec.live_at_end_bytes == 0);
+    REQUIRE(pre_exec.sites.size() == 1);
+    CHECK(pre_exec.sites[0].live_bytes == 7000);  // the leaks section's figure
+    CHECK(pre_exec.sites[0].live_blocks == 1);
+    CHECK(of(pre_exec, 102).leaked_bytes == 7000);
+    CHECK(of(pre_exec, 100).leaked_bytes == 0);
+    const std::string text = text_report(pre_exec, OutputOptions{});
+    CHECK(text.find("leaked in window 1 (made in it, live at its end or at their process's exit): 7000 B") !=
+          std::string::npos);
+    CHECK(text.find("leaks in window 1 (made in it, live at its end or at their process's exit)") != std::string::npos);
+    CHECK(text.find("live at the end of the recording") == std::string::npos);
+
+    const Analysis first = analyse_in({session(Type::Disable, ms(5))}, 0);
+    REQUIRE(first.windows.size() == 1);
+    CHECK(first.windows[0].leaked_bytes == 6000);
+    CHECK(first.leaked_bytes == 6000);  // 101's 5000 at its exit, 100's 1000 at the window's end
+    CHECK(first.leaked_blocks == 2);
+    CHECK(first.live_at_end_bytes == 0);
+    REQUIRE(first.sites.size() == 1);
+    CHECK(first.sites[0].live_bytes == 6000);
+    CHECK(of(first, 100).leaked_bytes == 1000);
+    CHECK(of(first, 101).leaked_bytes == 5000);
+}
+
 TEST_CASE("report with a timeline: every site names the processes it allocated in, with their command lines") {
     const Analysis a = analyse(true);
     REQUIRE(a.sites.size() == 1);  // no stacks: one site
