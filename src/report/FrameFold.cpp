@@ -1,5 +1,6 @@
 #include "report/FrameFold.hpp"
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -80,6 +81,7 @@ std::string elide_templates(std::string_view name) {
     std::string out;
     out.reserve(name.size());
     int depth = 0;
+    bool after_operator = false;  // just after "operator<" and the like (then "<" opens arguments)
     for (size_t i = 0; i < name.size(); ++i) {
         if (depth == 0 && name.substr(i).starts_with("operator")) {
             // operator<, operator<<, operator<=>, operator->, operator>>, operator>= ... are
@@ -88,10 +90,19 @@ std::string elide_templates(std::string_view name) {
             while (j < name.size() && (name[j] == '<' || name[j] == '>' || name[j] == '=' || name[j] == '-')) ++j;
             out.append(name.substr(i, j - i));
             i = j - 1;
+            after_operator = true;
             continue;
         }
         const char c = name[i];
-        if (c == '<') {
+        // At the top level, '<' opens template arguments only right after a name ("vector<",
+        // "operator< <"); Python's "<module>", "<lambda>" and "f.<locals>.g" are names themselves.
+        const bool after_name =
+            i > 0 && (std::isalnum(static_cast<unsigned char>(name[i - 1])) || name[i - 1] == '_');
+        const bool opens = c == '<' && (depth > 0 || after_name || after_operator);
+        if (c != ' ') after_operator = false;
+        if (c == '<' && !opens) {
+            out += c;
+        } else if (c == '<') {
             if (depth++ == 0) {
                 out += '<';
                 out += kEllipsis;
