@@ -9,12 +9,10 @@
 #   scripts/build.sh --no-tests [TARGET...]  memtrack without its tests' packages (deps.sh --run):
 #                                      a build/ it configures has -Dtests=false; one configured
 #                                      with tests keeps them (scripts/run.sh)
-#   scripts/build.sh --lean [--sanitize LIST] [TARGET...]  CI's builds: a build dir it configures
-#                                      gets no full debug info for memtrack's own code, which is
-#                                      a third of a plain compile and half of a sanitized one:
-#                                      plain -O2 without -g; sanitized -Og with line tables (-g1,
-#                                      the sanitizers' reports keep file:line). The fixtures keep
-#                                      their own -g. An already configured dir keeps its options.
+#   scripts/build.sh --lean [TARGET...]  CI's build: a build/ it configures has no debug info for
+#                                      memtrack's own code (-Ddebug=false: -O2 without -g, a third
+#                                      less compile time); the fixtures keep their own -g. An
+#                                      already configured build/ keeps its options.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
@@ -29,16 +27,10 @@ if [[ "${1:-}" == "--sanitize" ]]; then
     [[ -n "${2:-}" ]] || { echo "build: error: --sanitize needs a list, e.g. address,undefined" >&2; exit 2; }
     BUILD="$ROOT/build-${2//,/-}"
     # GCC 12 warns inside Boost.JSON's own headers under ASan.
-    SETUP_OPTIONS=("-Dsanitize=$2" -Dwerror=false)
-    if [[ $LEAN == true ]]; then
-        SETUP_OPTIONS+=(-Ddebug=false -Doptimization=g -Dcpp_args=-g1)
-    else
-        SETUP_OPTIONS+=(-Doptimization=1)
-    fi
+    SETUP_OPTIONS=("-Dsanitize=$2" -Dwerror=false -Doptimization=1)
     shift 2
-elif [[ $LEAN == true ]]; then
-    SETUP_OPTIONS=(-Ddebug=false)
 fi
+[[ $LEAN == false ]] || SETUP_OPTIONS+=(-Ddebug=false)
 TESTS=true
 if [[ "${1:-}" == "--no-tests" ]]; then
     TESTS=false

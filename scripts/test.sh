@@ -3,21 +3,18 @@
 # exits non-zero when one failed. Tests run one at a time: the root suite's tests share the
 # machine's uprobes and must not overlap. With no arguments, each check once, sized to stay under
 # CI's 30 minutes on 2 cores (docs/BENCHMARKS.md, "CI time"):
-#   the plain build (-O2, -Werror, no debug info: scripts/build.sh --lean) of memtrack and what the
-#   root suite runs; the Debian package (scripts/package.sh: built, its fields and files checked);
-#   memtrack and the unit suite built again with ASan+UBSan in build-address-undefined/ (-Og, line
-#   tables only) and that unit suite; the root suite once, its plain test_root driving the
-#   sanitized memtrack; 3 runs of the lifecycle stress (scripts/flood.sh --lifecycle); the kernel
-#   matrix (scripts/kernels.sh, MEMTRACK_KERNELS); then the fuzz targets (MEMTRACK_FUZZ_SECONDS
-#   each, 0 to skip). The benchmarks' programs and the plain unit suite are left to
-#   `scripts/test.sh --suite unit` and scripts/bench.sh.
-# MEMTRACK_SANITIZE=LIST picks other sanitizers for that run, MEMTRACK_SANITIZE=none leaves them
-# out (both suites plain).
-#   scripts/test.sh [meson test arguments, e.g. --suite unit]   the plain build, those tests
+#   the plain build (-O2, -Werror, no debug info for memtrack's own code: scripts/build.sh --lean)
+#   of memtrack and what both suites run; the Debian package (scripts/package.sh: built, its fields
+#   and files checked); the unit suite; the root suite; 3 runs of the lifecycle stress
+#   (scripts/flood.sh --lifecycle); the kernel matrix (scripts/kernels.sh, MEMTRACK_KERNELS); then
+#   the fuzz targets under ASan+UBSan (MEMTRACK_FUZZ_SECONDS each, 0 to skip).
+# The sanitized suites are a second full build and ~25 minutes of their own, past CI's budget:
+# they run as their own check, before a release and after any change to memory handling:
 #   scripts/test.sh --sanitize address,undefined [meson test arguments]
 #   scripts/test.sh --sanitize thread --suite unit
 # build with those sanitizers in build-LIST/ and run the suites there (the root suite's own code
-# sanitized too): any report fails the test that caused it.
+# sanitized too; the fixtures never are): any report fails the test that caused it.
+#   scripts/test.sh [meson test arguments, e.g. --suite unit]   the plain build, those tests
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
@@ -27,8 +24,7 @@ if [[ "${1:-}" == "--sanitize" ]]; then
     [[ -n "${2:-}" ]] || { echo "test: error: --sanitize needs a list, e.g. address,undefined" >&2; exit 2; }
     SANITIZE="$2"
     shift 2
-elif [[ $# -eq 0 && "${MEMTRACK_SANITIZE-address,undefined}" != none ]]; then
-    SANITIZE="${MEMTRACK_SANITIZE:-address,undefined}"
+elif [[ $# -eq 0 ]]; then
     CI_RUN=1
 fi
 SAN_DIR="build-${SANITIZE//,/-}"
@@ -51,7 +47,7 @@ fi
 cd "$ROOT"
 status=0
 suites() { meson test --print-errorlogs --num-processes 1 "$@" || status=1; }
-if [[ -n "$SANITIZE" && -z "${CI_RUN:-}" ]]; then
+if [[ -n "$SANITIZE" ]]; then
     sanitizer_options
     "$ROOT/scripts/build.sh" --sanitize "$SANITIZE" meson-test-prereq
     suites -C "$SAN_DIR" "${SAN_TEST[@]}" "$@"
@@ -59,15 +55,12 @@ if [[ -n "$SANITIZE" && -z "${CI_RUN:-}" ]]; then
 fi
 
 if [[ -n "${CI_RUN:-}" ]]; then
-    "$ROOT/scripts/build.sh" --lean root-prereq
-    "$ROOT/scripts/build.sh" --lean --sanitize "$SANITIZE" memtrack tests/unit/test_unit tests/unit/gen_small tests/unit/gen_big
+    "$ROOT/scripts/build.sh" --lean root-prereq tests/unit/test_unit
     # The Debian package: built from the plain build and checked (Depends from the links, files
     # under /usr only); installing it is checked by hand (README, "Installing").
     "$ROOT/scripts/package.sh" "$ROOT/build/package" >/dev/null || status=1
-    sanitizer_options
-    suites -C "$SAN_DIR" --suite unit "${SAN_TEST[@]}"
-    # The root suite is a black box around $MEMTRACK_BIN: its own code and the fixtures stay plain.
-    suites -C build --suite root "${SAN_TEST[@]}" --wrapper "env MEMTRACK_BIN=$ROOT/$SAN_DIR/memtrack"
+    suites -C build --suite unit
+    suites -C build --suite root
     # The lifecycle stress, short (scripts/flood.sh --lifecycle runs 100): 3 runs of the lifecycle
     # cases under a small ring beside a busy loop.
     if [[ $EUID -eq 0 ]]; then
