@@ -30,7 +30,7 @@ elif [[ $# -eq 0 ]]; then
 fi
 SAN_DIR="build-${SANITIZE//,/-}"
 # The root suite runs for ~10 min (longer with a sanitized memtrack): past meson's 600 s.
-SAN_TEST=(--timeout-multiplier 3)
+LONG_SUITES=(--timeout-multiplier 3)
 
 sanitizer_options() {
     # Fail on the first report, with its stack; leaks are reports too.
@@ -51,7 +51,7 @@ suites() { meson test --print-errorlogs --num-processes 1 "$@" || status=1; }
 if [[ -n "$SANITIZE" ]]; then
     sanitizer_options
     "$ROOT/scripts/build.sh" --sanitize "$SANITIZE" meson-test-prereq
-    suites -C "$SAN_DIR" "${SAN_TEST[@]}" "$@"
+    suites -C "$SAN_DIR" "${LONG_SUITES[@]}" "$@"
     exit "$status"
 fi
 
@@ -62,7 +62,7 @@ if [[ -n "${CI_RUN:-}" ]]; then
     "$ROOT/scripts/package.sh" "$ROOT/build/package" >/dev/null || status=1
     suites -C build --suite unit
     # The root suite runs 8-10 minutes: past meson's 600 s on a slow runner (a hang bound).
-    suites -C build --suite root "${SAN_TEST[@]}"
+    suites -C build --suite root "${LONG_SUITES[@]}"
     # The lifecycle stress, short (scripts/flood.sh --lifecycle runs 100): 3 runs of the lifecycle
     # cases under a small ring beside a busy loop.
     if [[ $EUID -eq 0 ]]; then
