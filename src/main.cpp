@@ -10,6 +10,7 @@
 #include "cli/TrackCommand.hpp"
 #include "control/Commands.hpp"
 #include "core/Log.hpp"
+#include "core/OutputFiles.hpp"
 #include "core/Result.hpp"
 
 namespace {
@@ -32,6 +33,17 @@ uint64_t parse_size(const std::string& text) {
     else throw CLI::ValidationError("--ring-size", "unknown unit in " + text);
     return uint64_t(v) * mult;
 }
+
+// A folder named where an artifact is read means the one artifact in it (the -o folder `track`
+// wrote): core/OutputFiles.hpp's artifact_in is the rule.
+const CLI::Validator kArtifactPath(
+    [](std::string& path) {
+        auto found = memtrack::artifact_in(path);
+        if (!found) return found.error().message();
+        path = std::move(found).value();
+        return std::string();
+    },
+    "ARTIFACT");
 
 }  // namespace
 
@@ -105,7 +117,8 @@ int main(int argc, char** argv) {
     d->add_option("--stacks", dump.stacks_file, "print a .MemtrackStacks.msgpack file, one JSON object per stack");
     d->add_option("--timeline", dump.timeline_file, "print a .MemtrackTimeline.msgpack file, one JSON object per event");
     d->add_flag("--resolve", dump.resolve, "add each event's symbolized frames (from the stacks file beside it)");
-    auto* dump_file = d->add_option("file", dump.file, "a .MemtrackArtifact.msgpack file");
+    auto* dump_file = d->add_option("file", dump.file, "a .MemtrackArtifact.msgpack file, or the folder holding one")
+                          ->transform(kArtifactPath);
     // FILE is needed unless --stacks alone names what to print.
     d->callback([&] {
         if (dump.file.empty() && ((dump.stacks_file.empty() && dump.timeline_file.empty()) || dump.resolve || dump.summary))
@@ -114,7 +127,9 @@ int main(int argc, char** argv) {
 
     memtrack::ReportOptions report;
     auto* r = app.add_subcommand("report", "where the memory went: peak, leaks, sites (docs/REPORT.md)");
-    r->add_option("artifact", report.artifact, "a .MemtrackArtifact.msgpack file")->required();
+    r->add_option("artifact", report.artifact, "a .MemtrackArtifact.msgpack file, or the folder holding one")
+        ->required()
+        ->transform(kArtifactPath);
     r->add_option("--stacks", report.stacks_file, "its stacks file (default: the .MemtrackStacks.msgpack beside it)");
     r->add_option("--format", report.format, "text, json, folded, pprof, speedscope or html (default text)");
     r->add_option("-o,--output", report.output, "write to FILE instead of stdout (required for pprof)");
@@ -149,7 +164,8 @@ int main(int argc, char** argv) {
     r->add_flag("--full-names", report.full_names, "keep template arguments in function names");
     r->add_option("--suppressions", report.suppressions,
                   "FILE of leak:PATTERN lines: leaks with a frame matching a PATTERN are reported apart");
-    r->add_option("--diff", report.diff_base, "per-site changes from BASE (an artifact) to ARTIFACT");
+    r->add_option("--diff", report.diff_base, "per-site changes from BASE (an artifact or its folder) to ARTIFACT")
+        ->transform(kArtifactPath);
     r->add_option("--fail-if", report.fail_if,
                   "exit 3 when EXPR holds: leaked>0, peak>256MiB, calls>1e6, peak_delta>5%, "
                   "window:NAME peak>10MiB (repeatable)")

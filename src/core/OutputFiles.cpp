@@ -9,9 +9,12 @@
 #include <chrono>
 #include <filesystem>
 #include <optional>
+#include <vector>
+#include <algorithm>
 #include <system_error>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/PrivateDir.hpp"
 
@@ -59,6 +62,22 @@ std::string stacks_path_for(const std::string& artifact) {
 std::string timeline_path_for(const std::string& artifact) {
     if (!artifact.ends_with(kArtifactSuffix)) return {};
     return artifact.substr(0, artifact.size() - kArtifactSuffix.size()) + std::string(kTimelineSuffix);
+}
+
+Result<std::string> artifact_in(const std::string& path) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(path, ec)) return path;  // a file, or an error its reader names
+    std::vector<std::string> found;
+    for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (name.ends_with(kArtifactSuffix)) found.push_back(entry.path().string());
+    }
+    if (ec) return Error{"list", path, ec.value(), "cannot list the folder"};
+    if (found.size() == 1) return found.front();
+    if (found.empty()) return Error{"open", path, 0, "a folder with no *.MemtrackArtifact.msgpack in it"};
+    std::sort(found.begin(), found.end());
+    return Error{"open", path, 0,
+                 fmt::format("a folder with {} artifacts: name one ({})", found.size(), fmt::join(found, ", "))};
 }
 
 Result<OutputDir> OutputDir::open(const std::string& path, bool create) {

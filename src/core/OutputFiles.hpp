@@ -24,6 +24,10 @@ std::string timeline_name(int32_t root_pid);
 std::string stacks_path_for(const std::string& artifact);
 // The timeline beside an artifact, the same way.
 std::string timeline_path_for(const std::string& artifact);
+// What a reader opens when the user names `path`: `path` itself, or, when it is a folder (the
+// -o folder `memtrack track` wrote), the one <prefix>.MemtrackArtifact.msgpack in it. A folder
+// with none, or with several (which one is ambiguous), is an error naming what is there.
+Result<std::string> artifact_in(const std::string& path);
 
 // A folder outputs are created in, held open by fd so that a rename of a parent after the
 // checks cannot redirect what is created in it.

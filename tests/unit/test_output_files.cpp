@@ -32,6 +32,30 @@ TEST_CASE("output files: the names memtrack gives its outputs") {
     CHECK(stacks_path_for("d/42.msgpack").empty());
 }
 
+TEST_CASE("output files: a folder named as an artifact means the one artifact in it") {
+    TempDir tmp;
+    const std::string out = tmp / "out";
+    REQUIRE(::mkdir(out.c_str(), 0755) == 0);
+    auto none = artifact_in(out);
+    REQUIRE_FALSE(none.ok());
+    CHECK(none.error().message() == "open " + out + ": a folder with no *.MemtrackArtifact.msgpack in it");
+
+    write_file(out + "/9.MemtrackStacks.msgpack", "");
+    write_file(out + "/9.MemtrackArtifact.msgpack", "");
+    auto one = artifact_in(out);
+    REQUIRE(one.ok());
+    CHECK(*one == out + "/9.MemtrackArtifact.msgpack");
+    // A file is itself, named or not as memtrack names it; so is a path that is not there.
+    CHECK(artifact_in(out + "/9.MemtrackStacks.msgpack").value() == out + "/9.MemtrackStacks.msgpack");
+    CHECK(artifact_in(out + "/absent").value() == out + "/absent");
+
+    write_file(out + "/10.MemtrackArtifact.msgpack", "");
+    auto two = artifact_in(out);
+    REQUIRE_FALSE(two.ok());
+    CHECK(two.error().message() == "open " + out + ": a folder with 2 artifacts: name one (" + out +
+                                       "/10.MemtrackArtifact.msgpack, " + out + "/9.MemtrackArtifact.msgpack)");
+}
+
 TEST_CASE("output files: a planted symbolic link is not followed, and its target is untouched") {
     TempDir tmp;
     const std::string victim = tmp / "victim";
