@@ -8,6 +8,7 @@
 #     .hpp/.cpp/.h/.c/.sh exists (`src/core/OutputFiles` names the pair).
 # Links to other sites (http:, https:, mailto:) are not followed.
 #   scripts/docs_links.sh [ROOT]     (default: this repository; the unit suite runs it)
+# shellcheck disable=SC2016  # the backquotes in patterns are markdown, not expansions
 set -euo pipefail
 ROOT="${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)}"
 cd "$ROOT"

@@ -1,8 +1,8 @@
 # shellcheck shell=bash disable=SC2034  # BENCH_DIR, the sizes and TOOL_LABEL are read by the sections
 # What every section of scripts/bench.sh shares: options, workload sizes, the build under the lock,
-# the peers, the work folder and private libraries, the trap floor's probe lists, the timed runs,
+# the peers, the work folder and private libraries, the trap floor's probe sites, the timed runs,
 # the numbers (median, percentile, calc, fmt) and the markdown around the sections.
-# Sourced by scripts/bench.sh only; it runs nothing by itself. Each section is
+# Sourced by scripts/bench.sh (and kernel_guest.sh); it runs nothing by itself. Each section is
 # scripts/bench/SECTION.sh, sourced in SECTIONS' order with these globals and functions in scope.
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)"

@@ -8,12 +8,12 @@
 
 begin_section "RSS records (timeline)"
 # The memtrack modes as run()'s tools (lib.sh's MT_OPTS and TOOL_LABEL).
-MT_OPTS[rss-norss]="--no-stacks --no-rss"
-MT_OPTS[rss-default]="--no-stacks"
-MT_OPTS[rss-every]="--no-stacks --rss-granularity 0"
-TOOL_LABEL[rss-norss]="memtrack --no-stacks --no-rss"
-TOOL_LABEL[rss-default]="memtrack --no-stacks (RSS at 1 MiB or 1/64 moves)"
-TOOL_LABEL[rss-every]="memtrack --no-stacks --rss-granularity 0"
+MT_OPTS["rss-norss"]="--no-stacks --no-rss"
+MT_OPTS["rss-default"]="--no-stacks"
+MT_OPTS["rss-every"]="--no-stacks --rss-granularity 0"
+TOOL_LABEL["rss-norss"]="memtrack --no-stacks --no-rss"
+TOOL_LABEL["rss-default"]="memtrack --no-stacks (RSS at 1 MiB or 1/64 moves)"
+TOOL_LABEL["rss-every"]="memtrack --no-stacks --rss-granularity 0"
 RSS_TOOLS=(untracked rss-norss rss-default rss-every)
 # Wall time to $WORK/t/rss__TOOL, CPU time (user + system of everything reaped: memtrack and the
 # program, whose faults run the BPF program) to $WORK/t/rss__TOOL.cpu.
@@ -34,7 +34,6 @@ rss_records() { # MODE -> the timeline's rss records of one run
     echo "$n"
 }
 faults=$((RSS_MIB * 256))
-wall0=$(median "$WORK/t/rss__untracked")
 cpu0=$(median "$WORK/t/rss__untracked.cpu")
 cpu_norss=$(median "$WORK/t/rss__rss-norss.cpu")
 echo "bench/touch_pages $RSS_MIB: one mmap of $RSS_MIB MiB, one byte written to each 4 KiB page ($faults faults), munmap;"
