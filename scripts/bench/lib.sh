@@ -307,7 +307,7 @@ print_header() {
     echo "# memtrack benchmarks"
     echo
     echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo "- command: scripts/bench.sh$( ((${#SECTION[@]} < 8)) && printf ' --%s' "${!SECTION[@]}") --reps $REPS --scale $SCALE$( ((ISOLATE)) || echo ' --system-libc')"
+    echo "- command: scripts/bench.sh$( ((${#SECTION[@]} < ${#SECTIONS[@]})) && printf ' --%s' "${!SECTION[@]}") --reps $REPS --scale $SCALE$( ((ISOLATE)) || echo ' --system-libc')"
     # shellcheck source=/dev/null
     echo "- machine: $(nproc) cpu ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), kernel $(uname -r), $(. /etc/os-release && echo "$PRETTY_NAME")"
     echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg); other processes' uprobe_multi links: $(foreign_uprobe_links)"
