@@ -6,8 +6,8 @@
 #   - a `path` in backquotes under one of the repository's top folders (src/, tests/, scripts/,
 #     docs/, bench/, examples/) that does not exist, as a file, a folder, or a stem whose
 #     .hpp/.cpp/.h/.c/.sh exists (`src/core/OutputFiles` names the pair);
-#   - a section named as docs/NAME.md, "Title" (in the docs or in the code's comments) that is no
-#     heading of NAME.md.
+#   - a section named as docs/NAME.md, "Title" or README, "Title" (in the docs or in the code's
+#     comments) that is no heading there.
 # Links to other sites (http:, https:, mailto:) are not followed.
 #   scripts/docs_links.sh [ROOT]     (default: this repository; the unit suite runs it)
 # shellcheck disable=SC2016  # the backquotes in patterns are markdown, not expansions
@@ -58,11 +58,12 @@ for doc in "${docs[@]}"; do
         exists "$p" || fault "$doc" "names \`$p\`, which is not in the repository"
     done < <(grep -oE '`(src|tests|scripts|docs|bench|examples)/[A-Za-z0-9_./-]+`' "$doc" | tr -d '`' | sort -u)
 done
-# A section named in words, (docs/)NAME.md, "Title" or [NAME.md](...), "Title", in the docs and the
-# code's comments: NAME.md must have a heading that starts with Title (a quote that wraps a line
-# is not seen).
+# A section named in words, (docs/)NAME.md, "Title", [NAME.md](...), "Title" or README, "Title",
+# in the docs and the code's comments: NAME.md must have a heading that starts with Title (a
+# quote that wraps a line is not seen).
 while IFS=: read -r file ref; do
-    name="${ref%%.md*}.md"
+    name="${ref%%[.,)]*}"
+    name="${name%.md}.md"
     title="${ref#*\"}"
     title="${title%\"}"
     target="docs/$name"
@@ -70,5 +71,5 @@ while IFS=: read -r file ref; do
     [[ -f "$target" ]] || { fault "$file" "names $name, \"$title\": no $target"; continue; }
     sed -n 's/^#\{1,6\} \{1,\}//p' "$target" | awk -v t="$title" 'index($0, t) == 1 { found = 1 } END { exit !found }' ||
         fault "$file" "names $name, \"$title\": no such heading in $target"
-done < <(git grep -oE '[A-Z]+[.]md[)]?, "[^"]+"' -- README.md docs src scripts bench tests ':!scripts/docs_links.sh' 2>/dev/null | sort -u)
+done < <(git grep -oE '(README|[A-Z]+[.]md)[)]?, "[^"]+"' -- README.md docs src scripts bench tests ':!scripts/docs_links.sh' 2>/dev/null | sort -u)
 ((faults == 0)) || { echo "docs_links: $faults dead reference(s)" >&2; exit 1; }
