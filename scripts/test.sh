@@ -58,7 +58,7 @@ fi
 if [[ -n "${CI_RUN:-}" ]]; then
     "$ROOT/scripts/build.sh" --lean root-prereq tests/unit/test_unit
     # The Debian package: built from the plain build and checked (Depends from the links, files
-    # under /usr only); installing it is checked by hand (README, "Installing").
+    # under /usr only); installing it is checked by hand (README, "Install").
     "$ROOT/scripts/package.sh" "$ROOT/build/package" >/dev/null || status=1
     suites -C build --suite unit
     # The root suite runs 8-10 minutes: past meson's 600 s on a slow runner (a hang bound).

@@ -6,7 +6,7 @@
 begin_section "Allocators: per-pair cost, dlopen and exec"
 echo "\`flood 1 $ALLOC_N\` ($ALLOC_N malloc+free pairs) linked against each allocator; net us per pair"
 echo "above the untracked run, medians of $REPS runs; the floor: empty BPF programs at memtrack's placed"
-echo "offsets for that binary (from its -v placement log)."
+echo "offsets for that binary and the objects it maps (bench/probe_sites)."
 echo
 echo "| allocator | untracked (s) | memtrack --no-stacks us/pair | memtrack us/pair | placed floor us/pair | --no-stacks / floor |"
 echo "|-----------|--------------:|-----------------------------:|-----------------:|---------------------:|--------------------:|"
@@ -18,9 +18,8 @@ for alloc in glibc jemalloc mimalloc; do
         echo "| $alloc | not built (scripts/deps.sh installs lib$alloc-dev) | | | | |"
         continue
     fi
-    "$MEMTRACK" -v track -o "$WORK/out" --no-stacks -- "$exe" 1 2 2>"$WORK/log/placement.$alloc.log" >/dev/null || true
-    clear_out
-    mapfile -t FLOOR_PLACED < <(floor_args placed "$WORK/log/placement.$alloc.log")
+    probe_sites_of "$exe" >"$WORK/log/sites.$alloc.json"
+    mapfile -t FLOOR_PLACED < <(floor_args placed "$WORK/log/sites.$alloc.json")
     for ((REP = 1; REP <= REPS; REP++)); do
         for tool in untracked memtrack-nostacks memtrack floor; do run "$tool" "alloc.$alloc.$tool" "$exe" 1 "$ALLOC_N"; done
     done

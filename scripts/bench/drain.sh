@@ -11,7 +11,7 @@ drain_run() {
     rm -f "$sock"
     : >"$WORK/t/$tag"
     t0=$(now)
-    "$MEMTRACK" -v track --socket "$sock" -o "$WORK/out" --stats "$stats" "$@" -- "$BIN/flood" 2 "$DRAIN_N" >/dev/null 2>"$log" &
+    "$MEMTRACK" track --socket "$sock" -o "$WORK/out" --stats "$stats" "$@" -- "$BIN/flood" 2 "$DRAIN_N" >/dev/null 2>"$log" &
     pid=$!
     for ((i = 0; i < 200; ++i)); do
         "$MEMTRACK" ctl --socket "$sock" --timeout 10 ping >/dev/null 2>&1 && break

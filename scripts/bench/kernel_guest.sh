@@ -10,7 +10,7 @@
 # mt_bench_reps (default 3).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"  # MEMTRACK, BIN, floor_args, run, median
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"  # MEMTRACK, BIN, probe_sites_of, floor_args, run, median
 N="${mt_bench_n:-400000}"
 REPS="${mt_bench_reps:-3}"
 export LC_ALL=C MEMTRACK_NO_SUMMARY=1
@@ -22,8 +22,8 @@ echo "mt-bench kernel $(uname -r) $N"
 # The mechanism memtrack picks here (memtrack doctor: yes or no).
 "$MEMTRACK" doctor | sed -n -e 's/^uprobe_multi links[^:]*: \(yes\|no\).*/mt-bench uprobe_multi \1/p' \
     -e 's/^bpf_send_signal_task kfunc[^:]*: \(yes\|no\).*/mt-bench send_signal_task \1/p'
-"$MEMTRACK" -v track -o "$WORK/out" --no-stacks -- "$BIN/flood" 1 2 2>"$WORK/log/placement.log" >/dev/null
-# Through a file: the guest has no /dev/fd for a process substitution.
+# Through files: the guest has no /dev/fd for a process substitution.
+probe_sites_of "$BIN/flood" >"$WORK/log/sites.json"
 floor_args placed >"$WORK/floor.args"
 # shellcheck disable=SC2034  # read by lib.sh's run
 mapfile -t FLOOR_PLACED <"$WORK/floor.args"

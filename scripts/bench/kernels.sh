@@ -43,5 +43,5 @@ done
 echo
 echo "(The host runs 4x N: its pairs are 5-20x cheaper. memtrack's ratio includes the ring, the consumer"
 echo "and, with stacks, the walk: what a kernel's mechanism changes is the floor under it and the column"
-echo "of shared probes' cost that other processes pay, docs/BENCHMARKS.md \"Others\".)"
+echo "of shared probes' cost that other processes pay, docs/BENCHMARKS.md \"Other processes\".)"
 end_section

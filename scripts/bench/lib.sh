@@ -1,8 +1,8 @@
 # shellcheck shell=bash disable=SC2034  # BENCH_DIR, the sizes and TOOL_LABEL are read by the sections
 # What every section of scripts/bench.sh shares: options, workload sizes, the build under the lock,
-# the peers, the work folder and private libraries, the trap floor's probe lists, the timed runs,
+# the peers, the work folder and private libraries, the trap floor's probe sites, the timed runs,
 # the numbers (median, percentile, calc, fmt) and the markdown around the sections.
-# Sourced by scripts/bench.sh only; it runs nothing by itself. Each section is
+# Sourced by scripts/bench.sh (and kernel_guest.sh); it runs nothing by itself. Each section is
 # scripts/bench/SECTION.sh, sourced in SECTIONS' order with these globals and functions in scope.
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)"
@@ -153,34 +153,36 @@ foreign_uprobe_links() {
     bpftool link list -j 2>/dev/null | jq '[.[] | select(.type == 12 or .type == "uprobe_multi")] | length' 2>/dev/null || echo "?"
 }
 
-# ---- the trap floor's probe lists, from memtrack's own placement log ----
-# "memtrack: probe free+0x3 at 0x98ef3 in /lib/.../libc.so.6 (entry): skips ..." -> entry probe
-# at 0x98ef3 (placed) or 0x98ef0 (entry); "(entry+return)": a return probe there too.
-floor_args() { # placed|entry [LOG] -> -e LIB:OFFS -r LIB:OFFS ... (one word per line)
-    local mode="$1" log="${2:-$WORK/log/placement.log}" line rel at off lib how
-    local -A seen_e=() seen_r=() e=() r=()
-    while read -r line; do
-        [[ "$line" =~ probe\ [A-Za-z0-9_]+\+(0x[0-9a-f]+)\ at\ (0x[0-9a-f]+)\ in\ (.+)\ \((entry|entry\+return)\): ]] || continue
-        rel="${BASH_REMATCH[1]}" at="${BASH_REMATCH[2]}" lib="${BASH_REMATCH[3]}" how="${BASH_REMATCH[4]}"
-        if [[ "$mode" == placed ]]; then off=$((at)); else off=$((at - rel)); fi
-        if [[ -z "${seen_e[$lib:$off]:-}" ]]; then
-            seen_e[$lib:$off]=1
-            e[$lib]+="${e[$lib]:+,}$(printf '0x%x' "$off")"
-        fi
-        if [[ "$how" == entry+return && -z "${seen_r[$lib:$off]:-}" ]]; then
-            seen_r[$lib:$off]=1
-            r[$lib]+="${r[$lib]:+,}$(printf '0x%x' "$off")"
-        fi
-    done <"$log"
-    for lib in "${!e[@]}"; do printf -- '-e\n%s:%s\n' "$lib" "${e[$lib]}"; done
-    for lib in "${!r[@]}"; do printf -- '-r\n%s:%s\n' "$lib" "${r[$lib]}"; done
+# ---- the trap floor's probe sites, from bench/probe_sites (memtrack's own resolution) ----
+# probe_sites FILE... prints one JSON line per site: {"object","entry","placed","return"}.
+# probe_sites_of EXE: the sites memtrack probes in a process of EXE: EXE and every object it maps
+# (ldd: the allocators it links, the C library, the loader's hook), and the C library and C++
+# runtime memtrack maps itself (its --libc and --libstdcxx, probed in every run).
+probe_sites_of() { # EXE -> JSON lines on stdout
+    # No process substitution: a guest of scripts/kernels.sh has no /dev/fd.
+    local IFS=$'\n' objects
+    objects=$({
+        ldd "$1" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'
+        ldd "$MEMTRACK" | awk '$1 ~ /^(libc[.]so|libstdc[+][+][.]so)/ { print $3 }'
+    } | awk '!seen[$0]++')
+    # shellcheck disable=SC2086  # one object a line
+    "$BIN/probe_sites" "$1" $objects
+}
+floor_args() { # placed|entry [SITES] -> -e LIB:OFFS -r LIB:OFFS ... (one word per line)
+    local mode="$1" sites="${2:-$WORK/log/sites.json}"
+    jq -rs --arg at "$mode" '
+        group_by(.object)[] as $lib
+        | (["-e", "\($lib[0].object):\([$lib[] | .[$at]] | unique | map(tostring) | join(","))"][]),
+          ([$lib[] | select(.return) | .[$at]] | unique
+           | if length > 0 then ("-r", "\($lib[0].object):\(map(tostring) | join(","))") else empty end)
+    ' "$sites"
 }
 place_floor() { # -> FLOOR_PLACED, FLOOR_ENTRY (trap_floor's arguments) and BT_SCRIPT
-    "$MEMTRACK" -v track -o "$WORK/out" --no-stacks -- true 2>"$WORK/log/placement.log" >/dev/null ||
-        die "memtrack -v track -- true failed: $(tail -n 3 "$WORK/log/placement.log")"
+    # What memtrack probes in a process of `true`: the C library, the loader, the C++ runtime.
+    probe_sites_of "$(type -P true)" >"$WORK/log/sites.json" || die "bench/probe_sites failed (see $WORK/log/sites.json)"
     mapfile -t FLOOR_PLACED < <(floor_args placed)
     mapfile -t FLOOR_ENTRY < <(floor_args entry)
-    ((${#FLOOR_PLACED[@]} >= 4)) || die "no probe placement lines in memtrack -v output (see $WORK/log/placement.log)"
+    ((${#FLOOR_PLACED[@]} >= 4)) || die "no probe sites in $LIBC (see $WORK/log/sites.json)"
     BT_SCRIPT="uprobe:$LIBC:malloc { @malloc = count(); } uretprobe:$LIBC:malloc { @malloc_ret = count(); } uprobe:$LIBC:free { @free = count(); }"
 }
 
@@ -218,12 +220,29 @@ timed_end() {
     clear_out
 }
 
-# run TOOL TAG CMD... : runs CMD under TOOL; appends the wall time (s) to $WORK/t/TAG and the CPU
-# time (user + system, s, of the tool and everything it reaped, the command included: bash's
-# `time`, i.e. getrusage(RUSAGE_CHILDREN)) to
-# $WORK/t/TAG.cpu; memtrack's stats go to $WORK/stats/TAG__rREP.json, stderr to $WORK/log/TAG__rREP.log.
-REP=1
+# timed TAG LOG CMD... : runs CMD, stdout to LOG.out and stderr to LOG; appends its wall time (s)
+# to $WORK/t/TAG and its CPU time (user + system, s, of CMD and everything it reaped: bash's
+# `time`, i.e. getrusage(RUSAGE_CHILDREN)) to $WORK/t/TAG.cpu; empties the output folder; returns
+# CMD's status. The one timing route of every section.
 TIMEFORMAT='%3R %3U %3S'
+timed() {
+    local tag="$1" log="$2" rc=0 t0
+    shift 2
+    t0=$(now)
+    { time "$@" >"$log.out" 2>"$log"; } 2>"$log.time" || rc=$?
+    timed_end "$tag" "$t0"
+    tail -n 1 "$log.time" | awk '{ printf "%.3f\n", $2 + $3 }' >>"$WORK/t/$tag.cpu"
+    return "$rc"
+}
+
+# run TOOL TAG CMD... : runs CMD under TOOL, timed (timed above); memtrack's stats go to
+# $WORK/stats/TAG__rREP.json, stderr to $WORK/log/TAG__rREP.log. A TOOL of MT_OPTS is memtrack
+# with those options: a section adds its own (and a TOOL_LABEL) before its runs.
+REP=1
+declare -A MT_OPTS=(
+    [memtrack]="" [memtrack-nostacks]="--no-stacks" [memtrack-fp]="--unwind fp" [memtrack-nocache]="--no-cache"
+    [memtrack-entry]="--no-stacks --probe-at-entry" [memtrack-wakeall]="--no-stacks --wakeup-fill 0"
+)
 declare -A TOOL_LABEL=(
     [untracked]="untracked" [memtrack]="memtrack" [memtrack-fp]="memtrack --unwind fp" [memtrack-nostacks]="memtrack --no-stacks"
     [memtrack-entry]="memtrack --no-stacks --probe-at-entry" [floor]="trap floor (placed)"
@@ -234,30 +253,25 @@ declare -A TOOL_LABEL=(
 run() {
     local tool="$1" tag="$2"
     shift 2
-    local log="$WORK/log/${tag}__r$REP.log" stats="$WORK/stats/${tag}__r$REP.json" rc=0 t0
-    local -a cmd
+    local log="$WORK/log/${tag}__r$REP.log" stats="$WORK/stats/${tag}__r$REP.json" rc=0
+    local -a cmd opts
     case "$tool" in
     untracked) cmd=("$@") ;;
-    memtrack) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" -- "$@") ;;
-    memtrack-nostacks) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --no-stacks -- "$@") ;;
-    memtrack-fp) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --unwind fp -- "$@") ;;
-    memtrack-nocache) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --no-cache -- "$@") ;;
-    memtrack-entry) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --no-stacks --probe-at-entry -- "$@") ;;
-    memtrack-wakeall) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --no-stacks --wakeup-fill 0 -- "$@") ;;
     heaptrack) cmd=(heaptrack -o "$WORK/out/heaptrack.$tag" "$@") ;;
     bpftrace) cmd=(bpftrace -e "$BT_SCRIPT" -c "$*") ;;
     massif) cmd=(valgrind --tool=massif --trace-children=yes --massif-out-file="$WORK/out/massif.%p" "$@") ;;
     floor) cmd=("$BIN/trap_floor" "${FLOOR_PLACED[@]}" -- "$@") ;;
     floor-entry) cmd=("$BIN/trap_floor" "${FLOOR_ENTRY[@]}" -- "$@") ;;
-    *) die "unknown tool $tool" ;;
+    *)
+        [[ -v "MT_OPTS[$tool]" ]] || die "unknown tool $tool"
+        read -r -a opts <<<"${MT_OPTS[$tool]}"
+        cmd=("$MEMTRACK" track -o "$WORK/out" --stats "$stats" ${opts[@]+"${opts[@]}"} -- "$@")
+        ;;
     esac
-    t0=$(now)
-    { time "${cmd[@]}" >"$log.out" 2>"$log"; } 2>"$log.time" || rc=$?
-    timed_end "$tag" "$t0"
-    tail -n 1 "$log.time" | awk '{ printf "%.3f\n", $2 + $3 }' >>"$WORK/t/$tag.cpu"
+    timed "$tag" "$log" "${cmd[@]}" || rc=$?
     if ((rc != 0)); then
         echo "bench: warning: $tool $* exited with $rc ($(first_error "$log"))" >&2
-        warning "$tag rep $REP: $tool exited with $rc"
+        warning "$tag rep $REP: $tool exited with $rc ($(first_error "$log"))"
     fi
     return 0
 }
@@ -265,12 +279,10 @@ run() {
 # mt_run TAG MEMTRACK-OPTIONS... -- CMD... : memtrack with options, timed like run(); also
 # keeps memtrack's max RSS (GNU time) in $WORK/log/TAG__rREP.log.rss.
 mt_run() { # TAG MEMTRACK-OPTIONS... -- CMD...
-    local tag="$1" rc=0 t0
+    local tag="$1" rc=0
     shift
     local stats="$WORK/stats/${tag}__r$REP.json" log="$WORK/log/${tag}__r$REP.log"
-    t0=$(now)
-    /usr/bin/time -f '%M' -o "$log.rss" "$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" "$@" >/dev/null 2>"$log" || rc=$?
-    timed_end "$tag" "$t0"
+    timed "$tag" "$log" /usr/bin/time -f '%M' -o "$log.rss" "$MEMTRACK" track -o "$WORK/out" --stats "$stats" "$@" || rc=$?
     if ((rc != 0)); then
         echo "bench: warning: memtrack $* exited with $rc ($(first_error "$log"))" >&2
         warning "$tag rep $REP: exited with $rc ($(first_error "$log"))"
@@ -295,7 +307,7 @@ print_header() {
     echo "# memtrack benchmarks"
     echo
     echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo "- command: scripts/bench.sh$( ((${#SECTION[@]} < 8)) && printf ' --%s' "${!SECTION[@]}") --reps $REPS --scale $SCALE$( ((ISOLATE)) || echo ' --system-libc')"
+    echo "- command: scripts/bench.sh$( ((${#SECTION[@]} < ${#SECTIONS[@]})) && printf ' --%s' "${!SECTION[@]}") --reps $REPS --scale $SCALE$( ((ISOLATE)) || echo ' --system-libc')"
     # shellcheck source=/dev/null
     echo "- machine: $(nproc) cpu ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), kernel $(uname -r), $(. /etc/os-release && echo "$PRETTY_NAME")"
     echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg); other processes' uprobe_multi links: $(foreign_uprobe_links)"

@@ -6,13 +6,19 @@
 # An untracked flood while memtrack tracks `a command that waits`: the probes memtrack attaches
 # are on the same library file the flood maps (the private copy, or the system's).
 others_run() { # TAG MEMTRACK-OPTIONS... : times the untracked flood and syscalls beside a memtrack run
-    local tag="$1" stop="$WORK/others.stop" log="$WORK/log/others.log" mt
+    local tag="$1" stop="$WORK/others.stop" log="$WORK/log/others.log" sock="$WORK/others.sock" mt
     shift
-    rm -f "$stop"
-    "$MEMTRACK" -v track -o "$WORK/out" --no-stacks "$@" -- bash -c "while [ ! -e '$stop' ]; do sleep 0.02; done" \
+    rm -f "$stop" "$sock"
+    "$MEMTRACK" track -o "$WORK/out" --no-stacks --socket "$sock" "$@" -- bash -c "while [ ! -e '$stop' ]; do sleep 0.02; done" \
         >/dev/null 2>"$log" &
     mt=$!
-    for ((i = 0; i < 500; ++i)); do grep -q "start-up took" "$log" 2>/dev/null && break; sleep 0.02; done
+    # Started once the command's probes are attached: its process counted as probed (own links)
+    # or on the shared ones, in the live stats.
+    for ((i = 0; i < 500; ++i)); do
+        "$MEMTRACK" ctl --socket "$sock" --timeout 5 stats 2>/dev/null |
+            jq -e '.stats.processes_probed + .stats.processes_on_shared_probes >= 1' >/dev/null 2>&1 && break
+        sleep 0.02
+    done
     others_time "$tag"
     touch "$stop"
     wait "$mt" || warning "$tag rep $REP: memtrack exited with $?"

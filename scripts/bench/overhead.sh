@@ -101,7 +101,4 @@ for wl in "${WORKLOADS[@]}"; do
         "memtrack (CFI walk) / placed floor $(ratio "$wl" memtrack floor); memtrack --unwind fp / placed floor $(ratio "$wl" memtrack-fp floor);" \
         "a wake-up per record (--wakeup-fill 0) / --no-stacks $(ratio "$wl" memtrack-wakeall memtrack-nostacks)"
 done
-st_up=$(for f in "$WORK"/log/*__memtrack__1__r*.log; do sed -n 's/.*start-up took \([0-9.]*\) ms.*/\1/p' "$f"; done >"$WORK/t/.su"; median "$WORK/t/.su")
-td=$(for f in "$WORK"/log/*__memtrack__1__r*.log; do sed -n 's/.*teardown took \([0-9.]*\) ms.*/\1/p' "$f"; done >"$WORK/t/.td"; median "$WORK/t/.td")
-echo "- memtrack -v at size 1, all workloads: start-up took $(fmt "$st_up" '%.0f') ms, teardown took $(fmt "$td" '%.0f') ms (medians of its own log lines)"
 end_section

@@ -68,6 +68,13 @@ real_cmd() { # WORKLOAD -> REAL_ARGV (the command line)
     esac
 }
 
+real_executables() { # WORKLOAD -> the executables its processes run, one a line
+    real_cmd "$1"
+    readlink -f "$(command -v "${REAL_ARGV[0]}")"
+    # gcc's driver runs the compiler proper and the assembler.
+    if [[ $1 == gcc ]]; then readlink -f "$(gcc -print-prog-name=cc1)" "$(command -v "$(gcc -print-prog-name=as)")"; fi
+}
+
 begin_section "Real programs"
 declare -A REAL_FLOOR=()  # workload -> the trap floor's arguments (one per line)
 for ((REP = 1; REP <= REPS; ++REP)); do
@@ -75,9 +82,13 @@ for ((REP = 1; REP <= REPS; ++REP)); do
         real_cmd "$wl"
         for tool in "${REAL_TOOLS[@]}"; do
             if [[ $tool == floor ]]; then
-                # The floor probes what memtrack probed in this program (its first -v log).
-                [[ -n "${REAL_FLOOR[$wl]:-}" ]] ||
-                    REAL_FLOOR[$wl]="$(floor_args placed "$WORK/log/real_${wl}__memtrack-nostacks__r1.log")"
+                # The floor probes what memtrack probes in this program: the sites in each
+                # executable it runs and the objects they map.
+                if [[ -z "${REAL_FLOOR[$wl]:-}" ]]; then
+                    real_executables "$wl" | while read -r exe; do probe_sites_of "$exe"; done |
+                        sort -u >"$WORK/log/real_$wl.sites.json"
+                    REAL_FLOOR[$wl]="$(floor_args placed "$WORK/log/real_$wl.sites.json")"
+                fi
                 # shellcheck disable=SC2034  # run's floor tool reads it
                 mapfile -t FLOOR_PLACED <<<"${REAL_FLOOR[$wl]}"
             fi

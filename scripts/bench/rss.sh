@@ -7,32 +7,25 @@
 # Sourced by scripts/bench.sh with scripts/bench/lib.sh in scope (see its header).
 
 begin_section "RSS records (timeline)"
-declare -A RSS_OPTS=([untracked]="" [norss]="--no-rss" [default]="" [every]="--rss-granularity 0")
-declare -A RSS_LABEL=([untracked]="untracked" [norss]="memtrack --no-stacks --no-rss"
-    [default]="memtrack --no-stacks (RSS at 1 MiB or 1/64 moves)" [every]="memtrack --no-stacks --rss-granularity 0")
-RSS_MODES=(untracked norss default every)
-# rss_run MODE: one run; wall time to $WORK/t/rss__MODE, CPU time (user + system of everything
-# reaped: memtrack and the program, whose faults run the BPF program) to $WORK/t/rss__MODE.cpu.
-rss_run() {
-    local m="$1" log="$WORK/log/rss__${1}__r$REP.log" rc=0 t0
-    local -a cmd=("$BIN/touch_pages" "$RSS_MIB")
-    # shellcheck disable=SC2206  # options are words
-    [[ "$m" == untracked ]] || cmd=("$MEMTRACK" track --no-summary --no-stacks ${RSS_OPTS[$m]} -o "$WORK/out" -- "${cmd[@]}")
-    t0=$(now)
-    { time "${cmd[@]}" >/dev/null 2>"$log"; } 2>"$log.time" || rc=$?
-    timed_end "rss__$m" "$t0"
-    tail -n 1 "$log.time" | awk '{ printf "%.3f\n", $2 + $3 }' >>"$WORK/t/rss__$m.cpu"
-    ((rc == 0)) || warning "rss__$m rep $REP: exited with $rc ($(first_error "$log"))"
-}
+# The memtrack modes as run()'s tools (lib.sh's MT_OPTS and TOOL_LABEL).
+MT_OPTS["rss-norss"]="--no-stacks --no-rss"
+MT_OPTS["rss-default"]="--no-stacks"
+MT_OPTS["rss-every"]="--no-stacks --rss-granularity 0"
+TOOL_LABEL["rss-norss"]="memtrack --no-stacks --no-rss"
+TOOL_LABEL["rss-default"]="memtrack --no-stacks (RSS at 1 MiB or 1/64 moves)"
+TOOL_LABEL["rss-every"]="memtrack --no-stacks --rss-granularity 0"
+RSS_TOOLS=(untracked rss-norss rss-default rss-every)
+# Wall time to $WORK/t/rss__TOOL, CPU time (user + system of everything reaped: memtrack and the
+# program, whose faults run the BPF program) to $WORK/t/rss__TOOL.cpu.
 for ((REP = 1; REP <= REPS; REP++)); do
-    for m in "${RSS_MODES[@]}"; do rss_run "$m"; done
+    for m in "${RSS_TOOLS[@]}"; do run "$m" "rss__$m" "$BIN/touch_pages" "$RSS_MIB"; done
 done
 # One more run of each, untimed, to count its RSS records (the timed runs' folders are emptied).
 rss_records() { # MODE -> the timeline's rss records of one run
     local out="$WORK/rss-count" n
     rm -rf "$out"
     # shellcheck disable=SC2086  # options are words
-    "$MEMTRACK" track --no-summary --no-stacks ${RSS_OPTS[$1]} -o "$out" -- "$BIN/touch_pages" "$RSS_MIB" >/dev/null 2>&1 || {
+    "$MEMTRACK" track --no-summary ${MT_OPTS[$1]} -o "$out" -- "$BIN/touch_pages" "$RSS_MIB" >/dev/null 2>&1 || {
         echo nan
         return 0
     }
@@ -41,9 +34,8 @@ rss_records() { # MODE -> the timeline's rss records of one run
     echo "$n"
 }
 faults=$((RSS_MIB * 256))
-wall0=$(median "$WORK/t/rss__untracked")
 cpu0=$(median "$WORK/t/rss__untracked.cpu")
-cpu_norss=$(median "$WORK/t/rss__norss.cpu")
+cpu_norss=$(median "$WORK/t/rss__rss-norss.cpu")
 echo "bench/touch_pages $RSS_MIB: one mmap of $RSS_MIB MiB, one byte written to each 4 KiB page ($faults faults), munmap;"
 echo "transparent huge pages off for the range (madvise). Medians of $REPS; CPU: user + system of memtrack and the"
 echo "program (the BPF program runs in the faulting thread). Over untracked: memtrack's start-up and shutdown"
@@ -51,19 +43,19 @@ echo "included; over --no-rss: what the RSS records add, per fault."
 echo
 echo "| run | wall (s) | CPU (s) | CPU over untracked (s) | CPU over --no-rss (s) | ns per fault over --no-rss | RSS records |"
 echo "|-----|---------:|--------:|-----------------------:|----------------------:|---------------------------:|------------:|"
-for m in "${RSS_MODES[@]}"; do
+for m in "${RSS_TOOLS[@]}"; do
     wall=$(median "$WORK/t/rss__$m")
     cpu=$(median "$WORK/t/rss__$m.cpu")
     if [[ "$m" == untracked ]]; then
-        printf '| %s | %s | %s | - | - | - | - |\n' "${RSS_LABEL[$m]}" "$(fmt "$wall" '%.2f')" "$(fmt "$cpu" '%.2f')"
+        printf '| %s | %s | %s | - | - | - | - |\n' "${TOOL_LABEL[$m]}" "$(fmt "$wall" '%.2f')" "$(fmt "$cpu" '%.2f')"
         continue
     fi
     over="-" per="-"
-    if [[ "$m" != norss ]]; then
+    if [[ "$m" != rss-norss ]]; then
         over=$(fmt "$(calc "$cpu - $cpu_norss")" '%.2f')
         per=$(fmt "$(calc "($cpu - $cpu_norss) / $faults * 1e9")" '%.0f')
     fi
-    printf '| %s | %s | %s | %s | %s | %s | %s |\n' "${RSS_LABEL[$m]}" "$(fmt "$wall" '%.2f')" "$(fmt "$cpu" '%.2f')" \
+    printf '| %s | %s | %s | %s | %s | %s | %s |\n' "${TOOL_LABEL[$m]}" "$(fmt "$wall" '%.2f')" "$(fmt "$cpu" '%.2f')" \
         "$(fmt "$(calc "$cpu - $cpu0")" '%.2f')" "$over" "$per" "$(rss_records "$m")"
 done
 end_section
