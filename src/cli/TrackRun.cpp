@@ -23,7 +23,6 @@
 #include "actors/StatsReport.hpp"
 #include "actors/Symbolizer.hpp"
 #include "actors/Writer.hpp"
-#include "bpf/record.h"
 #include "core/Clock.hpp"
 #include "core/Log.hpp"
 #include "core/OutputFiles.hpp"
@@ -32,6 +31,7 @@
 #include "format/ZstdFileWriter.hpp"
 #include "process/ProcessCommand.hpp"
 #include "probes/BpfSession.hpp"
+#include "probes/CounterVerdict.hpp"
 #include "process/AttachCheck.hpp"
 #include "process/ChildLauncher.hpp"
 #include "process/StopGuard.hpp"
@@ -359,42 +359,10 @@ private:
             log::error("artifact incomplete: {}", write_error_->message());
             if (status == 0) status = 1;
         }
+        // Drops, processes that ran unprobed, unreadable counters: said, and the run fails.
         const BpfCounters& counters = bpf_.counters();
-        if (auto dropped = counters.read(MT_COUNTER_DROPPED); !dropped) {
-            // Not "nothing dropped": memtrack cannot tell.
-            log::error("cannot tell whether records were dropped: {}", dropped.error().message());
-            if (status == 0) status = 1;
-        } else if (dropped.value() > 0) {
-            fmt::print(stderr, "dropped: {}\n", dropped.value());
-            if (status == 0) status = 1;
-        }
-        // Processes that may have run unrecorded: said, and the run fails (nothing lost silently).
-        uint64_t unheld = 0;
-        for (uint32_t c : {MT_COUNTER_SPAWN_UNSTOPPED, MT_COUNTER_HOLDS_UNRESTORED, MT_COUNTER_HOLDS_ESCAPED}) {
-            auto n = counters.read(c);
-            unheld += n ? n.value() : 0;
-        }
-        if (unheld > 0) {
-            log::error("{} processes ran before their probes existed (another process's SIGCONT ended their pause, or "
-                       "a SIGSTOP was refused): their allocations may be missing (stats: spawn_unstopped, "
-                       "holds_unrestored, holds_escaped)",
-                       unheld);
-            if (status == 0) status = 1;
-        }
-        // Exec'd images the loader's hook never held. A warning, not a failure: in a CI run the
-        // counter rose for an exec'd process whose allocation was recorded all the same (its
-        // libraries already probed), so it does not yet mean a loss (issue 29 has the hunt).
-        if (auto n = counters.read(MT_COUNTER_LOADER_HOOKS_MISSED); n && n.value() > 0) {
-            log::warn("{} exec'd processes were not held at the loader's hook: their allocations may be missing "
-                      "(stats: loader_hooks_missed)",
-                      n.value());
-        }
-        // Any counter read that failed, these or the stats' (shown there as 0): the run cannot
-        // vouch for what it did not read.
-        if (const uint64_t failed = counters.read_errors(); failed > 0) {
-            log::error("{} reads of BPF's counters failed (stats: counter_read_errors)", failed);
-            if (status == 0) status = 1;
-        }
+        status = counters_exit_status(
+            status, [&counters](uint32_t i) { return counters.read(i); }, counters.read_errors());
         if (stats_failed && status == 0) status = 1;
         return status;
     }
