@@ -194,12 +194,10 @@ private:
             if (refuse_after_shutdown(reply)) return;
             if (::kill(pid, 0) != 0) return reply(errno_error("attach", std::to_string(pid)));
             if (auto ok = check_attachable(pid, guard_.pid()); !ok) return reply(ok.error());
-            try {
-                // Tracked already (attached before, or one of the command's): nothing changes.
-                if (!bpf_.track(pid)) return reply(boost::json::object{{"pid", pid}});
-            } catch (const FatalError& e) {
-                return reply(Error{"attach", std::to_string(pid), 0, e.what()});
-            }
+            auto tracked = bpf_.tracked().track_shared(pid);
+            if (!tracked) return reply(tracked.error());
+            // Tracked already (attached before, or one of the command's): nothing changes.
+            if (!tracked.value()) return reply(boost::json::object{{"pid", pid}});
             TimelineEvent attached = timeline_event(TimelineEvent::Type::Attach, pid);
             ProcessCommand command = read_process_command(pid);
             attached.path = std::move(command.path);
