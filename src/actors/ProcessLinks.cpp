@@ -64,7 +64,7 @@ ProcessLinks::ProcessLinks(asio::io_context& io, BpfSession& bpf, ProcessHolds& 
       spawns_watch_(strand_, ::dup(ring_buffer__epoll_fd(spawns_.get()))),
       backstop_(strand_) {}
 
-ProcessLinks::~ProcessLinks() { close_all(); }
+ProcessLinks::~ProcessLinks() { hand_all_links(); }
 
 Result<void> ProcessLinks::attach_now(pid_t pid) { return attach_process(pid, 0, bpf_.startup_objects()); }
 
@@ -183,13 +183,13 @@ void ProcessLinks::stop() {
     });
 }
 
-void ProcessLinks::detach_all() {
-    asio::post(strand_, [this] { hand_all_links(); });
-}
-
-void ProcessLinks::close_all() {
-    hand_all_links();
-    bpf_.closer().wait_idle();
+void ProcessLinks::detach_all(Done then) {
+    auto work = [this, then = std::move(then)] {
+        hand_all_links();
+        if (then) then();
+    };
+    if (strand_.get_inner_executor().context().stopped()) work();
+    else asio::post(strand_, std::move(work));
 }
 
 void ProcessLinks::hand_all_links() {

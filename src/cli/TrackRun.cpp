@@ -116,13 +116,11 @@ public:
         if (detacher_.joinable()) detacher_.join();
     }
 
-    // Detaches every probe, each process's and the session's, through BpfSession's one
-    // closer, and waits for the closes; after run(). The one route: start_detach() does the
-    // same off the strand during shutdown, and whatever it did is then already done.
+    // Detaches every probe, each process's and the session's, and waits for the closes; after
+    // run(). Started during shutdown already when the command exited (start_detach).
     void detach_probes() {
+        start_detach();
         if (detacher_.joinable()) detacher_.join();
-        if (links_) links_->close_all();
-        bpf_.detach();
     }
 
     bool exec_failed() const { return exec_error_ != 0; }
@@ -280,12 +278,18 @@ private:
         log::error("memtrack-guard died: no process is paused from now on, so records may be dropped");
     }
 
+    // The one route that detaches probes, once: every process's links handed to the session's
+    // closer (ProcessLinks::detach_all, on its strand while the io_context runs), then the
+    // session's own closed and every close waited for (BpfSession::detach) on a thread of its
+    // own, as closes wait for RCU grace periods.
     void start_detach() {
-        links_->detach_all();
-        detacher_ = std::thread([this] {
-            const uint64_t t0 = monotonic_ns();
-            bpf_.detach();
-            log::info("shutdown: probes detached in {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
+        if (detach_started_.exchange(true)) return;
+        links_->detach_all([this] {
+            detacher_ = std::thread([this] {
+                const uint64_t t0 = monotonic_ns();
+                bpf_.detach();
+                log::info("shutdown: probes detached in {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
+            });
         });
     }
 
@@ -419,7 +423,8 @@ private:
     uint64_t released_ns_ = 0;  // when the command was let go to exec, for -v timings
     std::mutex error_mu_;
     std::optional<Error> write_error_;
-    std::thread detacher_;  // closes the probes' links during shutdown (BpfSession::detach)
+    std::atomic<bool> detach_started_{false};  // start_detach()
+    std::thread detacher_;  // closes the probes' links (BpfSession::detach); set by start_detach's route
 };
 
 TrackRun::TrackRun(asio::io_context& io, const TrackOptions& opt, BpfSession& bpf, ZstdFileWriter artifact,
