@@ -36,30 +36,31 @@ struct ProgramRunStats {
 };
 
 // Made by bpf_config(TrackOptions) (cli/TrackOptions.hpp), the one route from the options to
-// the session: the defaults are TrackOptions', so none are repeated here.
+// the session: the defaults are TrackOptions', so there are none here; bpf_config names every
+// field (designated initializers: -Wmissing-field-initializers fails the build on one left out).
 struct BpfConfig {
-    uint64_t ring_bytes = 0;
-    double stop_fill = 0;     // SIGSTOP the producer at or above this fill
-    double wakeup_fill = 0;   // below this fill, records do not wake the consumer
-    bool capture_stacks = false;
-    bool place_probes = false;  // ProbePlacement; off: every probe at its function's entry
-    uint32_t max_frames = 0;
-    bool python_frames = false;  // CPython's frames in stacks (bpf/python_walk.h)
-    bool time_parts = false;  // the return program times its parts (MT_COUNTER_PART_*)
+    uint64_t ring_bytes;
+    double stop_fill;     // SIGSTOP the producer at or above this fill
+    double wakeup_fill;   // below this fill, records do not wake the consumer
+    bool capture_stacks;
+    bool place_probes;  // ProbePlacement; off: every probe at its function's entry
+    uint32_t max_frames;
+    bool python_frames;  // CPython's frames in stacks (bpf/python_walk.h)
+    bool time_parts;  // the return program times its parts (MT_COUNTER_PART_*)
     // The timeline's RSS records (src/bpf/rss.h): off, none; a record when a counter moves by
     // max(rss_granularity, 1/64 of it); 0: every change.
-    bool record_rss = false;
-    uint64_t rss_granularity = 0;
+    bool record_rss;
+    uint64_t rss_granularity;
     // Stacks walked by the CFI rows user space loads (UnwindTables); off: by frame pointer.
-    bool unwind_cfi = false;
-    uint32_t unwind_rows = 0;  // rows for every object's table together (8 bytes each)
-    uint64_t stack_ring_bytes = 0;
+    bool unwind_cfi;
+    uint32_t unwind_rows;  // rows for every object's table together (8 bytes each)
+    uint64_t stack_ring_bytes;
     std::string libc_path;      // empty: the C library memtrack itself uses
     std::string libstdcxx_path; // empty: the C++ runtime memtrack itself uses
     // Allocator probes as links filtered to each tracked process (ProcessLinks), so other
     // processes on the machine do not trap; off, or on kernels without bpf_send_signal_task
     // (KernelFeatures), system-wide.
-    bool per_process_links = false;
+    bool per_process_links;
 };
 
 class BpfSession {
