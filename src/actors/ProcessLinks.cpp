@@ -64,7 +64,7 @@ ProcessLinks::ProcessLinks(asio::io_context& io, BpfSession& bpf, ProcessHolds& 
       spawns_watch_(strand_, ::dup(ring_buffer__epoll_fd(spawns_.get()))),
       backstop_(strand_) {}
 
-ProcessLinks::~ProcessLinks() { close_all(); }
+ProcessLinks::~ProcessLinks() { hand_all_links(); }
 
 Result<void> ProcessLinks::attach_now(pid_t pid) { return attach_process(pid, 0, bpf_.startup_objects()); }
 
@@ -134,7 +134,7 @@ Result<void> ProcessLinks::attach_process(pid_t pid, uint64_t start_boottime, co
         for (auto& l : *links) p.links.push_back(std::move(l));
         p.objects.emplace(ObjectKey{o.object.dev, o.object.ino}, o);
     }
-    if (auto r = bpf_.track_own(pid); !r) {
+    if (auto r = bpf_.tracked().track_own(pid); !r) {
         // Still marked shared: the shared links serve it, its own would record it twice.
         bpf_.closer().close(std::move(p.links));
         log::error("probes of its own for process {}: {}; using the shared ones", pid, r.error().message());
@@ -151,11 +151,11 @@ Result<void> ProcessLinks::attach_process(pid_t pid, uint64_t start_boottime, co
     return {};
 }
 
-// The process keeps the `tracked` mark BPF gave it at fork (or track() gave it): shared.
+// The process keeps the `tracked` mark BPF gave it at fork (or track_shared() gave it): shared.
 Result<void> ProcessLinks::use_shared(uint64_t t0, const std::vector<ProbedObject>& objects) {
-    if (auto r = bpf_.attach_shared_probes(); !r) return r.error();
+    if (auto r = bpf_.shared_links().attach(bpf_.startup_objects()); !r) return r.error();
     for (const ProbedObject& o : objects) {
-        if (auto r = bpf_.attach_shared(o); !r) return r.error();
+        if (auto r = bpf_.shared_links().attach(o); !r) return r.error();
         note_probed(0, o);
     }
     counters_.processes_shared.add();
@@ -183,13 +183,13 @@ void ProcessLinks::stop() {
     });
 }
 
-void ProcessLinks::detach_all() {
-    asio::post(strand_, [this] { hand_all_links(); });
-}
-
-void ProcessLinks::close_all() {
-    hand_all_links();
-    bpf_.closer().wait_idle();
+void ProcessLinks::detach_all(Done then) {
+    auto work = [this, then = std::move(then)] {
+        hand_all_links();
+        if (then) then();
+    };
+    if (strand_.get_inner_executor().context().stopped()) work();
+    else asio::post(strand_, std::move(work));
 }
 
 void ProcessLinks::hand_all_links() {
@@ -384,7 +384,7 @@ void ProcessLinks::release_new_code(uint32_t pid, uint32_t source) {
         loader = loader || o.probes->has(AllocatorKind::Loader);
         Result<void> r;
         if (own == processes_.end()) {
-            r = bpf_.attach_shared(o);
+            r = bpf_.shared_links().attach(o);
         } else if (!own->second.objects.count({o.object.dev, o.object.ino})) {
             auto links = bpf_.attach_object(pid_t(pid), o);
             if (links) {

@@ -62,17 +62,16 @@ public:
     // Attaches pid's probes on the strand (the socket's `attach`).
     void attach(pid_t pid, std::function<void(Result<void>)> done);
     void start();
-    // Stops watching for spawns; links stay until close_all().
+    // Stops watching for spawns; links stay until detach_all().
     void stop();
-    // Hands every process's links to the closer, from the strand; returns at once.
-    void detach_all();
-    // Detaches every process's probes, closing links in parallel, and waits for the closes.
-    // Only once the io_context has stopped.
-    void close_all();
+    // The one route that detaches every process's probes: their links handed to BpfSession's
+    // closer (which closes them in parallel; BpfSession::detach waits for it), then `then`. On
+    // the strand while the io_context runs; once it has stopped (after run()), at once.
+    void detach_all(Done then);
     LinkCounters counters() const { return counters_; }
 
 private:
-    // Hands every process's links to BpfSession's closer (detach_all on the strand, close_all after).
+    // Hands every process's links to BpfSession's closer (detach_all, and the destructor).
     void hand_all_links();
     using ObjectKey = std::pair<uint64_t, uint64_t>;  // (dev, ino)
     struct Process {

@@ -490,13 +490,13 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 		return 0;
 	struct mt_stack_record *s = &v->rec;
 	__u32 tgid = current_tgid();
-	__u32 nr, known = 0; /* known: answered by a kept chain whose stack user space has */
+	/* walk: cfi_capture's answer (MT_WALK_*): the frames, whether user space has the stack, the chain */
+	__u32 nr, walk = 0;
 	__u64 t = part_clock();
 	s->hash = 0;
 	if (unwind_cfi) {
-		nr = cfi_capture(ctx, s, tgid, max_frames);
-		known = nr & MT_WALK_KNOWN;
-		nr &= MT_WALK_KNOWN - 1;
+		walk = cfi_capture(ctx, v, tgid, max_frames);
+		nr = walk & MT_WALK_FRAMES;
 	} else {
 		long bytes = bpf_get_stack(ctx, s->ips, sizeof(s->ips), BPF_F_USER_STACK);
 		if (bytes <= 0) {
@@ -516,13 +516,13 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 	if (python) {
 		nr = with_python;
 		s->hash = 0;
-		known = 0;
+		walk &= ~MT_WALK_KNOWN;
 	}
 	t = part_end(MT_COUNTER_PART_WALK_NS, t);
 	/* A walk answered by a kept chain, or kept as one, left its hash in s->hash. */
 	__u64 h = s->hash ? s->hash : stack_hash(s, nr, tgid);
 	count(MT_COUNTER_STACKS_CAPTURED);
-	if (known) {
+	if (walk & MT_WALK_KNOWN) {
 		count(MT_COUNTER_UNWIND_CHAINS_KNOWN);
 		part_end(MT_COUNTER_PART_HASH_NS, t);
 		return h;
@@ -535,7 +535,7 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 	t = part_end(MT_COUNTER_PART_HASH_NS, t);
 	if (seen) {
 		if (unwind_cfi)
-			chain_stack_known(h);
+			chain_stack_known(walk, h);
 		return h;
 	}
 
@@ -580,7 +580,7 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 	if (new_maps)
 		bpf_map_update_elem(&maps_known, &tgid, &one, BPF_ANY);
 	if (unwind_cfi)
-		chain_stack_known(h);
+		chain_stack_known(walk, h);
 	apply_pressure(1, &stacks, stack_stop_bytes);
 	part_end(MT_COUNTER_PART_STACK_RECORD_NS, t);
 	return h;

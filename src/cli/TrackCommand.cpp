@@ -158,7 +158,7 @@ int run_track(const TrackOptions& opt_in) {
         bpf->attach_tracepoints();
         log::info("tracepoints at {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
         bpf->attach_allocator_probes();
-        (void)bpf->track(child.pid());
+        (void)value_or_throw(bpf->tracked().track_shared(child.pid()));
         bpf->set_recording(!opt.start_disabled);
     } catch (...) {
         child.abandon();

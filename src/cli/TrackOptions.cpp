@@ -50,24 +50,24 @@ TrackOptions resolve_track_options(TrackOptions opt) {
 }
 
 BpfConfig bpf_config(const TrackOptions& opt) {
-    BpfConfig cfg;
-    cfg.ring_bytes = opt.ring_size;
-    cfg.stop_fill = opt.stop_fill;
-    cfg.wakeup_fill = opt.wakeup_fill;
-    cfg.capture_stacks = !opt.no_stacks;
-    cfg.place_probes = !opt.probe_at_entry;
-    cfg.max_frames = opt.max_frames;
-    cfg.time_parts = opt.time_bpf_parts;
-    cfg.python_frames = !opt.no_python_frames;
-    cfg.record_rss = !opt.no_rss;
-    cfg.rss_granularity = opt.rss_granularity;
-    cfg.unwind_cfi = opt.unwind == "cfi";
-    cfg.unwind_rows = opt.unwind_rows;
-    cfg.stack_ring_bytes = opt.stack_ring_size;
-    cfg.libc_path = opt.libc_path;
-    cfg.libstdcxx_path = opt.libstdcxx_path;
-    cfg.per_process_links = !opt.system_wide_probes;
-    return cfg;
+    return BpfConfig{
+        .ring_bytes = opt.ring_size,
+        .stop_fill = opt.stop_fill,
+        .wakeup_fill = opt.wakeup_fill,
+        .capture_stacks = !opt.no_stacks,
+        .place_probes = !opt.probe_at_entry,
+        .max_frames = opt.max_frames,
+        .python_frames = !opt.no_python_frames,
+        .time_parts = opt.time_bpf_parts,
+        .record_rss = !opt.no_rss,
+        .rss_granularity = opt.rss_granularity,
+        .unwind_cfi = opt.unwind == "cfi",
+        .unwind_rows = opt.unwind_rows,
+        .stack_ring_bytes = opt.stack_ring_size,
+        .libc_path = opt.libc_path,
+        .libstdcxx_path = opt.libstdcxx_path,
+        .per_process_links = !opt.system_wide_probes,
+    };
 }
 
 }  // namespace memtrack

@@ -23,7 +23,6 @@
 #include "actors/StatsReport.hpp"
 #include "actors/Symbolizer.hpp"
 #include "actors/Writer.hpp"
-#include "bpf/record.h"
 #include "core/Clock.hpp"
 #include "core/Log.hpp"
 #include "core/OutputFiles.hpp"
@@ -32,6 +31,7 @@
 #include "format/ZstdFileWriter.hpp"
 #include "process/ProcessCommand.hpp"
 #include "probes/BpfSession.hpp"
+#include "probes/CounterVerdict.hpp"
 #include "process/AttachCheck.hpp"
 #include "process/ChildLauncher.hpp"
 #include "process/StopGuard.hpp"
@@ -116,13 +116,11 @@ public:
         if (detacher_.joinable()) detacher_.join();
     }
 
-    // Detaches every probe, each process's and the session's, through BpfSession's one
-    // closer, and waits for the closes; after run(). The one route: start_detach() does the
-    // same off the strand during shutdown, and whatever it did is then already done.
+    // Detaches every probe, each process's and the session's, and waits for the closes; after
+    // run(). Started during shutdown already when the command exited (start_detach).
     void detach_probes() {
+        start_detach();
         if (detacher_.joinable()) detacher_.join();
-        if (links_) links_->close_all();
-        bpf_.detach();
     }
 
     bool exec_failed() const { return exec_error_ != 0; }
@@ -194,12 +192,10 @@ private:
             if (refuse_after_shutdown(reply)) return;
             if (::kill(pid, 0) != 0) return reply(errno_error("attach", std::to_string(pid)));
             if (auto ok = check_attachable(pid, guard_.pid()); !ok) return reply(ok.error());
-            try {
-                // Tracked already (attached before, or one of the command's): nothing changes.
-                if (!bpf_.track(pid)) return reply(boost::json::object{{"pid", pid}});
-            } catch (const FatalError& e) {
-                return reply(Error{"attach", std::to_string(pid), 0, e.what()});
-            }
+            auto tracked = bpf_.tracked().track_shared(pid);
+            if (!tracked) return reply(tracked.error());
+            // Tracked already (attached before, or one of the command's): nothing changes.
+            if (!tracked.value()) return reply(boost::json::object{{"pid", pid}});
             TimelineEvent attached = timeline_event(TimelineEvent::Type::Attach, pid);
             ProcessCommand command = read_process_command(pid);
             attached.path = std::move(command.path);
@@ -282,12 +278,18 @@ private:
         log::error("memtrack-guard died: no process is paused from now on, so records may be dropped");
     }
 
+    // The one route that detaches probes, once: every process's links handed to the session's
+    // closer (ProcessLinks::detach_all, on its strand while the io_context runs), then the
+    // session's own closed and every close waited for (BpfSession::detach) on a thread of its
+    // own, as closes wait for RCU grace periods.
     void start_detach() {
-        links_->detach_all();
-        detacher_ = std::thread([this] {
-            const uint64_t t0 = monotonic_ns();
-            bpf_.detach();
-            log::info("shutdown: probes detached in {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
+        if (detach_started_.exchange(true)) return;
+        links_->detach_all([this] {
+            detacher_ = std::thread([this] {
+                const uint64_t t0 = monotonic_ns();
+                bpf_.detach();
+                log::info("shutdown: probes detached in {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
+            });
         });
     }
 
@@ -359,42 +361,10 @@ private:
             log::error("artifact incomplete: {}", write_error_->message());
             if (status == 0) status = 1;
         }
+        // Drops, processes that ran unprobed, unreadable counters: said, and the run fails.
         const BpfCounters& counters = bpf_.counters();
-        if (auto dropped = counters.read(MT_COUNTER_DROPPED); !dropped) {
-            // Not "nothing dropped": memtrack cannot tell.
-            log::error("cannot tell whether records were dropped: {}", dropped.error().message());
-            if (status == 0) status = 1;
-        } else if (dropped.value() > 0) {
-            fmt::print(stderr, "dropped: {}\n", dropped.value());
-            if (status == 0) status = 1;
-        }
-        // Processes that may have run unrecorded: said, and the run fails (nothing lost silently).
-        uint64_t unheld = 0;
-        for (uint32_t c : {MT_COUNTER_SPAWN_UNSTOPPED, MT_COUNTER_HOLDS_UNRESTORED, MT_COUNTER_HOLDS_ESCAPED}) {
-            auto n = counters.read(c);
-            unheld += n ? n.value() : 0;
-        }
-        if (unheld > 0) {
-            log::error("{} processes ran before their probes existed (another process's SIGCONT ended their pause, or "
-                       "a SIGSTOP was refused): their allocations may be missing (stats: spawn_unstopped, "
-                       "holds_unrestored, holds_escaped)",
-                       unheld);
-            if (status == 0) status = 1;
-        }
-        // Exec'd images the loader's hook never held. A warning, not a failure: in a CI run the
-        // counter rose for an exec'd process whose allocation was recorded all the same (its
-        // libraries already probed), so it does not yet mean a loss (issue 29 has the hunt).
-        if (auto n = counters.read(MT_COUNTER_LOADER_HOOKS_MISSED); n && n.value() > 0) {
-            log::warn("{} exec'd processes were not held at the loader's hook: their allocations may be missing "
-                      "(stats: loader_hooks_missed)",
-                      n.value());
-        }
-        // Any counter read that failed, these or the stats' (shown there as 0): the run cannot
-        // vouch for what it did not read.
-        if (const uint64_t failed = counters.read_errors(); failed > 0) {
-            log::error("{} reads of BPF's counters failed (stats: counter_read_errors)", failed);
-            if (status == 0) status = 1;
-        }
+        status = counters_exit_status(
+            status, [&counters](uint32_t i) { return counters.read(i); }, counters.read_errors());
         if (stats_failed && status == 0) status = 1;
         return status;
     }
@@ -453,7 +423,8 @@ private:
     uint64_t released_ns_ = 0;  // when the command was let go to exec, for -v timings
     std::mutex error_mu_;
     std::optional<Error> write_error_;
-    std::thread detacher_;  // closes the probes' links during shutdown (BpfSession::detach)
+    std::atomic<bool> detach_started_{false};  // start_detach()
+    std::thread detacher_;  // closes the probes' links (BpfSession::detach); set by start_detach's route
 };
 
 TrackRun::TrackRun(asio::io_context& io, const TrackOptions& opt, BpfSession& bpf, ZstdFileWriter artifact,

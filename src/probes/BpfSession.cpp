@@ -96,6 +96,9 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
         fail_bpf("find pid namespace", err);
     if (run.retval != 0) throw FatalError("BPF: memtrack's pid namespace is deeper than the kernel allows");
     s->counters_.emplace(bpf_map__fd(s->skel_->maps.counters));
+    s->tracked_.emplace(bpf_map__fd(s->skel_->maps.tracked));
+    BpfSession* session = s.get();
+    s->shared_.emplace([session](const ProbedObject& o) { return session->attach_object(0, o); }, s->closer_);
     return s;
 }
 
@@ -104,11 +107,9 @@ void BpfSession::SkeletonDeleter::operator()(memtrack_bpf* skel) const { memtrac
 BpfSession::~BpfSession() { detach(); }
 
 void BpfSession::detach() {
-    std::lock_guard lock(shared_mu_);
     // Each close waits for an RCU grace period in the kernel; the closer's threads overlap them.
-    closer_.close(std::move(uprobe_links_));
+    if (shared_) shared_->detach();
     closer_.close(std::move(tracepoint_links_));
-    uprobe_links_.clear();
     tracepoint_links_.clear();
     closer_.wait_idle();
 }
@@ -152,28 +153,10 @@ void BpfSession::attach_allocator_probes() {
         if (!probes.probes->empty()) startup_.push_back(std::move(probes));
     }
     if (per_process_) return;
-    if (auto r = attach_shared_probes(); !r) throw FatalError("BPF attach failed: " + r.error().message());
+    if (auto r = shared_->attach(startup_); !r) throw FatalError("BPF attach failed: " + r.error().message());
 }
 
 ProbedObject BpfSession::object_probes(const MappedObject& object) { return sites_->get(object); }
-
-Result<void> BpfSession::attach_shared_probes() {
-    for (const ProbedObject& o : startup_)
-        if (auto r = attach_shared(o); !r) return r;
-    return {};
-}
-
-Result<void> BpfSession::attach_shared(const ProbedObject& o) {
-    std::lock_guard lock(shared_mu_);
-    if (o.probes->empty() || !shared_objects_.insert({o.object.dev, o.object.ino}).second) return {};
-    auto links = attach_object(0, o);
-    if (!links) {
-        shared_objects_.erase({o.object.dev, o.object.ino});
-        return links.error();
-    }
-    for (auto& l : *links) uprobe_links_.push_back(std::move(l));
-    return {};
-}
 
 Result<std::vector<UprobeMultiLink>> BpfSession::attach_object(pid_t pid, const ProbedObject& o) const {
     std::vector<UprobeMultiLink> links;
@@ -191,24 +174,6 @@ Result<std::vector<UprobeMultiLink>> BpfSession::attach_object(pid_t pid, const 
         links.push_back(std::move(link).value());
     }
     return links;
-}
-
-bool BpfSession::track(pid_t pid) {
-    const uint32_t key = uint32_t(pid), how = MT_TRACKED_SHARED;
-    // Never over a mark that exists: a process with links of its own marked shared again would
-    // be recorded by both.
-    if (bpf_map__update_elem(skel_->maps.tracked, &key, sizeof(key), &how, sizeof(how), BPF_NOEXIST) != 0) {
-        if (errno == EEXIST) return false;
-        fail_bpf(fmt::format("track pid {}", pid), errno);
-    }
-    return true;
-}
-
-Result<void> BpfSession::track_own(pid_t pid) {
-    const uint32_t key = uint32_t(pid), how = MT_TRACKED_OWN;
-    if (bpf_map__update_elem(skel_->maps.tracked, &key, sizeof(key), &how, sizeof(how), BPF_ANY) != 0)
-        return errno_error("track pid", std::to_string(pid));
-    return {};
 }
 
 Result<void> BpfSession::watch_loader_hook(pid_t pid) {

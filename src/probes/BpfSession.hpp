@@ -2,15 +2,14 @@
 // Owns the BPF object (skeleton), every link attached to it, and the shared .bss variables.
 // Lifecycle as libbpf-tools does it: open, configure (rodata, ring size), load, attach.
 // Apart: libbpf's log (LibbpfLog), the privilege check (BpfPrivileges), the counters' reads
-// (BpfCounters), link closing (LinkCloser), the probe sites of each file (ProbeSiteCache).
+// (BpfCounters), link closing (LinkCloser), the probe sites of each file (ProbeSiteCache), the
+// shared links' registry (SharedLinks), the `tracked` map's writes (TrackedProcesses).
 #include <sys/types.h>
 
 #include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <set>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +21,8 @@
 #include "probes/KernelFeatures.hpp"
 #include "probes/LinkCloser.hpp"
 #include "probes/ProbeSiteCache.hpp"
+#include "probes/SharedLinks.hpp"
+#include "probes/TrackedProcesses.hpp"
 #include "symbols/MappedObjects.hpp"
 #include "probes/UprobeMultiLink.hpp"
 
@@ -35,30 +36,31 @@ struct ProgramRunStats {
 };
 
 // Made by bpf_config(TrackOptions) (cli/TrackOptions.hpp), the one route from the options to
-// the session: the defaults are TrackOptions', so none are repeated here.
+// the session: the defaults are TrackOptions', so there are none here; bpf_config names every
+// field (designated initializers: -Wmissing-field-initializers fails the build on one left out).
 struct BpfConfig {
-    uint64_t ring_bytes = 0;
-    double stop_fill = 0;     // SIGSTOP the producer at or above this fill
-    double wakeup_fill = 0;   // below this fill, records do not wake the consumer
-    bool capture_stacks = false;
-    bool place_probes = false;  // ProbePlacement; off: every probe at its function's entry
-    uint32_t max_frames = 0;
-    bool python_frames = false;  // CPython's frames in stacks (bpf/python_walk.h)
-    bool time_parts = false;  // the return program times its parts (MT_COUNTER_PART_*)
+    uint64_t ring_bytes;
+    double stop_fill;     // SIGSTOP the producer at or above this fill
+    double wakeup_fill;   // below this fill, records do not wake the consumer
+    bool capture_stacks;
+    bool place_probes;  // ProbePlacement; off: every probe at its function's entry
+    uint32_t max_frames;
+    bool python_frames;  // CPython's frames in stacks (bpf/python_walk.h)
+    bool time_parts;  // the return program times its parts (MT_COUNTER_PART_*)
     // The timeline's RSS records (src/bpf/rss.h): off, none; a record when a counter moves by
     // max(rss_granularity, 1/64 of it); 0: every change.
-    bool record_rss = false;
-    uint64_t rss_granularity = 0;
+    bool record_rss;
+    uint64_t rss_granularity;
     // Stacks walked by the CFI rows user space loads (UnwindTables); off: by frame pointer.
-    bool unwind_cfi = false;
-    uint32_t unwind_rows = 0;  // rows for every object's table together (8 bytes each)
-    uint64_t stack_ring_bytes = 0;
+    bool unwind_cfi;
+    uint32_t unwind_rows;  // rows for every object's table together (8 bytes each)
+    uint64_t stack_ring_bytes;
     std::string libc_path;      // empty: the C library memtrack itself uses
     std::string libstdcxx_path; // empty: the C++ runtime memtrack itself uses
     // Allocator probes as links filtered to each tracked process (ProcessLinks), so other
     // processes on the machine do not trap; off, or on kernels without bpf_send_signal_task
     // (KernelFeatures), system-wide.
-    bool per_process_links = false;
+    bool per_process_links;
 };
 
 class BpfSession {
@@ -83,13 +85,10 @@ public:
     ProbedObject object_probes(const MappedObject& object);
     // One object's links filtered to `pid` (0: every process mapping it).
     Result<std::vector<UprobeMultiLink>> attach_object(pid_t pid, const ProbedObject& o) const;
-    // The shared links (every process that maps the object traps; the programs record the
-    // processes tracked as shared), once per object; thread-safe. For the startup objects, or one.
-    Result<void> attach_shared_probes();
-    Result<void> attach_shared(const ProbedObject& o);
-
-    bool track(pid_t pid);      // tracked, through the shared links; false: tracked already
-    Result<void> track_own(pid_t pid);  // tracked, through links of its own
+    // The links every process mapping an object traps on (SharedLinks); closed by detach().
+    SharedLinks& shared_links() { return *shared_; }
+    // Which processes are recorded, and through which links (the `tracked` map's writes).
+    TrackedProcesses& tracked() { return *tracked_; }
     // pid's new image maps the loader: its exit says whether the loader's hook held it
     // (MT_COUNTER_LOADER_HOOKS_MISSED). Only while pid is held at its exec.
     Result<void> watch_loader_hook(pid_t pid);
@@ -119,8 +118,8 @@ public:
     // The one pool every link is closed by, the session's and each process's (ProcessLinks):
     // closes that wait at the same time share their RCU grace period.
     LinkCloser& closer() { return closer_; }
-    // Detaches every probe now (each link's fd closed) and waits for every close queued on
-    // closer(), the processes' links too; maps stay readable.
+    // Detaches the session's probes now (the tracepoints' and the shared links) and waits for
+    // every close queued on closer(), the processes' links too; maps stay readable.
     void detach();
 
 private:
@@ -131,10 +130,9 @@ private:
     BpfConfig cfg_;
     std::unique_ptr<memtrack_bpf, SkeletonDeleter> skel_;
     std::vector<Fd> tracepoint_links_;  // each tracepoint link's fd (LinkCloser closes them)
-    LinkCloser closer_;                 // closer()
-    std::mutex shared_mu_;  // guards uprobe_links_ and shared_objects_ (attach_shared, detach)
-    std::vector<UprobeMultiLink> uprobe_links_;
-    std::set<std::pair<uint64_t, uint64_t>> shared_objects_;  // (dev, ino) with shared links
+    LinkCloser closer_;                 // closer(); before shared_, which hands it links
+    std::optional<SharedLinks> shared_;  // once loaded
+    std::optional<TrackedProcesses> tracked_;  // once loaded
     std::vector<ProbedObject> startup_;
     std::optional<ProbeSiteCache> sites_;  // from the configuration, at open_and_load
     std::optional<BpfCounters> counters_;  // once loaded

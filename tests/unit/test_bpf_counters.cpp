@@ -7,9 +7,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <map>
+#include <set>
+#include <string>
 
 #include "bpf/record.h"
 #include "probes/BpfCounters.hpp"
+#include "probes/CounterVerdict.hpp"
 
 using namespace memtrack;
 
@@ -34,4 +38,70 @@ TEST_CASE("BpfCounters: an fd that is no BPF map fails too (EINVAL), not 0") {
     CHECK_FALSE(r.ok());
     CHECK(counters.read_errors() == 1);
     ::close(fd);
+}
+
+// TrackRun's exit status from the counters (counters_exit_status), over counters given here.
+namespace {
+
+struct FakeCounters {
+    std::map<uint32_t, uint64_t> values;
+    std::set<uint32_t> unreadable;
+    CounterRead reader() const {
+        return [this](uint32_t i) -> Result<uint64_t> {
+            if (unreadable.count(i)) return Error{"read BPF counter", std::to_string(i), EIO, {}};
+            auto it = values.find(i);
+            return it == values.end() ? 0 : it->second;
+        };
+    }
+};
+
+}  // namespace
+
+TEST_CASE("counters_exit_status: nothing lost passes the command's status through") {
+    FakeCounters c;
+    c.values[MT_COUNTER_NESTED] = 7;  // a counter that says nothing about losses
+    CHECK(counters_exit_status(0, c.reader(), 0) == 0);
+    CHECK(counters_exit_status(3, c.reader(), 0) == 3);
+}
+
+TEST_CASE("counters_exit_status: a dropped record, an escaped process or a failed read fails the run") {
+    SUBCASE("dropped > 0") {
+        FakeCounters c;
+        c.values[MT_COUNTER_DROPPED] = 1;
+        CHECK(counters_exit_status(0, c.reader(), 0) == 1);
+        CHECK(counters_exit_status(5, c.reader(), 0) == 5);  // the command's own failure is kept
+    }
+    SUBCASE("a process ran before its probes existed (an escape)") {
+        for (uint32_t unheld : {MT_COUNTER_SPAWN_UNSTOPPED, MT_COUNTER_HOLDS_UNRESTORED, MT_COUNTER_HOLDS_ESCAPED}) {
+            CAPTURE(unheld);
+            FakeCounters c;
+            c.values[unheld] = 2;
+            CHECK(counters_exit_status(0, c.reader(), 0) == 1);
+        }
+    }
+    SUBCASE("the dropped counter cannot be read: not 'nothing dropped'") {
+        FakeCounters c;
+        c.unreadable.insert(MT_COUNTER_DROPPED);
+        CHECK(counters_exit_status(0, c.reader(), 0) == 1);
+    }
+    SUBCASE("an escape counter cannot be read") {
+        FakeCounters c;
+        c.unreadable.insert(MT_COUNTER_HOLDS_ESCAPED);
+        CHECK(counters_exit_status(0, c.reader(), 0) == 1);
+    }
+    SUBCASE("a read failed earlier (the stats')") {
+        FakeCounters c;
+        CHECK(counters_exit_status(0, c.reader(), 1) == 1);
+    }
+}
+
+TEST_CASE("counters_exit_status: a missed loader hook is a warning, not a failure") {
+    FakeCounters c;
+    c.values[MT_COUNTER_LOADER_HOOKS_MISSED] = 1;
+    CHECK(counters_exit_status(0, c.reader(), 0) == 0);
+}
+
+TEST_CASE("counters_exit_status over a BpfCounters whose reads fail: non-zero") {
+    BpfCounters counters(-1);
+    CHECK(counters_exit_status(0, [&counters](uint32_t i) { return counters.read(i); }, counters.read_errors()) == 1);
 }

@@ -22,7 +22,7 @@ struct mt_walk_map {
 static __u64 counter_values[MT_COUNTER_MAX];
 static struct stack_scratch_value stack_scratch_value;
 static struct mt_unwind_process process;
-static struct walk_scratch walk_scratch_value;
+static struct walk_memory walk_memory_value;
 static struct row_cache_entry row_cache_values[MT_ROW_CACHE_SLOTS];
 static struct chain chain_values[MT_CHAIN_SLOTS];
 static struct mt_python_proc python_proc;
@@ -32,7 +32,7 @@ struct mt_walk_map counters = {counter_values, sizeof(__u64), MT_COUNTER_MAX, fa
 struct mt_walk_map stack_scratch = {&stack_scratch_value, sizeof(stack_scratch_value), 1, false, 0};
 struct mt_walk_map unwind_rows = {NULL, sizeof(struct mt_unwind_row), 0, false, 0};
 struct mt_walk_map unwind_procs = {&process, sizeof(process), 0, true, 0};
-struct mt_walk_map walk_scratch = {&walk_scratch_value, sizeof(walk_scratch_value), 1, false, 0};
+struct mt_walk_map walk_memory = {&walk_memory_value, sizeof(walk_memory_value), 1, false, 0};
 struct mt_walk_map row_cache = {row_cache_values, sizeof(struct row_cache_entry), MT_ROW_CACHE_SLOTS, false, 0};
 struct mt_walk_map chains = {chain_values, sizeof(struct chain), MT_CHAIN_SLOTS, false, 0};
 struct mt_walk_map python_procs = {&python_proc, sizeof(python_proc), 0, true, 0};
@@ -120,7 +120,7 @@ void mt_replay_reset(void)
 	memset(counter_values, 0, sizeof(counter_values));
 	memset(&stack_scratch_value, 0, sizeof(stack_scratch_value));
 	memset(&process, 0, sizeof(process));
-	memset(&walk_scratch_value, 0, sizeof(walk_scratch_value));
+	memset(&walk_memory_value, 0, sizeof(walk_memory_value));
 	memset(row_cache_values, 0, sizeof(row_cache_values));
 	memset(chain_values, 0, sizeof(chain_values));
 	unwind_procs.entries = 0;
@@ -192,7 +192,7 @@ __u32 mt_replay_capture(__u32 tid, __u64 pc, __u64 sp, __u64 bp, __u32 max, __u6
 	struct mt_stack_record *s = &stack_scratch_value.rec;
 	current_tid = ((__u64)unwind_procs.key << 32) | tid;
 	s->hash = 0;
-	__u32 nr = cfi_capture(&regs, s, unwind_procs.key, max) & (MT_WALK_KNOWN - 1);
+	__u32 nr = cfi_capture(&regs, &stack_scratch_value, unwind_procs.key, max) & MT_WALK_FRAMES;
 	/* As capture_stack: native frames cut at max, then the interpreter's. */
 	if (nr > max)
 		nr = max;
@@ -208,6 +208,7 @@ __u64 mt_replay_counter(__u32 idx)
 
 __u32 mt_replay_noted(const __u64 **addrs)
 {
-	*addrs = walk_scratch_value.addr;
-	return walk_scratch_value.reads < MT_CHAIN_READS ? walk_scratch_value.reads : MT_CHAIN_READS;
+	const struct walk_trace *t = &walk_memory_value.trace;
+	*addrs = t->addr;
+	return t->reads < MT_CHAIN_READS ? t->reads : MT_CHAIN_READS;
 }
