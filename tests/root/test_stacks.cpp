@@ -1475,17 +1475,31 @@ std::vector<std::pair<std::string, int>> python_interpreters() {
 
 }  // namespace
 
-TEST_CASE("stacks: Python frames (3.10-3.13) replace the eval loop's, frame for frame: name, file, line, in threads and forked children") {
-    ROOT_SUITE_GUARD();
+namespace {
+
+// Runs python_frames.py under `python` (3.`minor`; with -X perf when `perf`) and checks the
+// Python frames of its known allocations frame for frame. With -X perf each Python call is an
+// eval loop called through a perf trampoline: the whole stack is there, down to the thread's
+// start, with each trampoline folded into the Python frame it ran.
+void check_python_frames(const std::string& python, int minor, bool perf) {
     const std::string src = "python_frames.py";
     const std::string script = fixture_source(src);
     auto line = [&](const char* mark) { return marked_line(src, mark); };
-    for (const auto& [python, minor] : python_interpreters()) {
+    {
         CAPTURE(python);
+        CAPTURE(perf);
         REQUIRE_MESSAGE(fs::exists(python), python, " is missing: scripts/deps.sh installs it");
         TempDir dir;
-        Tracked t = track_and_dump(dir, {python, script});
+        std::vector<std::string> command = {python, script};
+        if (perf) command = {python, "-X", "perf", script};
+        Tracked t = track_and_dump(dir, command);
         CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+        if (perf) {
+            CHECK(stats_u64(t.result.stats, "python_trampolines_folded") > 0);
+            CHECK(stats_u64(t.result.stats, "stacks_cut_outside_code") == 0);
+        } else {
+            CHECK(stats_u64(t.result.stats, "python_trampolines_folded") == 0);
+        }
         // 3.10's code objects have no qualified name.
         auto qual = [&](const std::string& cls, const std::string& fn) { return minor >= 11 ? cls + "." + fn : fn; };
         using Want = std::vector<std::tuple<std::string, std::string, uint64_t>>;  // function, file, line (0: any)
@@ -1569,6 +1583,37 @@ TEST_CASE("stacks: Python frames (3.10-3.13) replace the eval loop's, frame for 
                 }
                 CHECK_MESSAGE((hook_at < json_c && json_c < decoder_at), show(r.frames));
             }
+            if (perf) {
+                // Each Python frame its own eval call through a trampoline, the walk past all
+                // of them to the thread's first frame; no trampoline left unfolded.
+                size_t evaluators = 0, jit = 0;
+                for (const ResolvedFrame& f : r.frames) {
+                    evaluators += f.function == "py_trampoline_evaluator";
+                    jit += f.module == "[jit]" || (f.module.empty() && f.function.empty());
+                }
+                CHECK_MESSAGE(evaluators == py.size(), show(r.frames));
+                CHECK_MESSAGE(jit == 0, show(r.frames));
+                const std::string outermost = r.frames.empty() ? "" : r.frames.back().function;
+                CHECK_MESSAGE(outermost == (size == 1000082 ? "__clone3" : "_start"), show(r.frames));
+            }
         }
     }
+}
+
+}  // namespace
+
+TEST_CASE("stacks: Python frames (3.10-3.13) replace the eval loop's, frame for frame: name, file, line, in threads and forked children") {
+    ROOT_SUITE_GUARD();
+    for (const auto& [python, minor] : python_interpreters()) check_python_frames(python, minor, false);
+}
+
+TEST_CASE("stacks: python -X perf (3.12+): the walk goes on past each perf trampoline, folded into its Python frame") {
+    ROOT_SUITE_GUARD();
+    size_t ran = 0;
+    for (const auto& [python, minor] : python_interpreters()) {
+        if (minor < 12) continue;
+        check_python_frames(python, minor, true);
+        ++ran;
+    }
+    if (ran == 0) MESSAGE("SKIP python -X perf: no CPython 3.12+ of pyenv here");
 }
