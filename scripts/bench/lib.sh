@@ -229,7 +229,7 @@ declare -A TOOL_LABEL=(
     [memtrack-entry]="memtrack --no-stacks --probe-at-entry" [floor]="trap floor (placed)"
     [memtrack-wakeall]="memtrack --no-stacks --wakeup-fill 0" [memtrack-nocache]="memtrack --no-cache"
     [floor-entry]="trap floor (entry)" [bpftrace]="bpftrace (counting)" [heaptrack]="heaptrack"
-    [massif]="valgrind massif"
+    [massif]="valgrind massif" [memtrack-nopy]="memtrack --no-python-frames"
 )
 run() {
     local tool="$1" tag="$2"
@@ -241,6 +241,7 @@ run() {
     memtrack) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" -- "$@") ;;
     memtrack-nostacks) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --no-stacks -- "$@") ;;
     memtrack-fp) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --unwind fp -- "$@") ;;
+    memtrack-nopy) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --no-python-frames -- "$@") ;;
     memtrack-nocache) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --no-cache -- "$@") ;;
     memtrack-entry) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --no-stacks --probe-at-entry -- "$@") ;;
     memtrack-wakeall) cmd=("$MEMTRACK" -v track -o "$WORK/out" --stats "$stats" --no-stacks --wakeup-fill 0 -- "$@") ;;

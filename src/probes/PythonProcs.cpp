@@ -10,6 +10,7 @@
 #include "probes/ElfSymbols.hpp"
 #include "symbols/ElfFile.hpp"
 #include "symbols/ProcessMaps.hpp"
+#include "symbols/PythonCode.hpp"
 #include "symbols/PythonLayout.hpp"
 
 namespace memtrack {
@@ -64,6 +65,7 @@ Result<void> PythonProcs::describe(pid_t pid) {
             if (::process_vm_readv(pid, &local, 1, &remote, 1, 0) == ssize_t(sizeof(bytes)))
                 published = python_layout_from_debug_offsets(*layout, bytes, sizeof(bytes));
         }
+        if (published && code_) code_->publish(m.dev, m.inode, *published);
         mt_python_proc p = published ? published->walk : layout->walk;
         p.runtime = runtime;
         p.tramp_call = rf.trampoline.tramp_call;

@@ -16,10 +16,12 @@
 
 namespace memtrack {
 
+class PythonCode;
+
 class PythonProcs {
 public:
-    // `procs_fd`: the python_procs map.
-    explicit PythonProcs(int procs_fd) : procs_fd_(procs_fd) {}
+    // `procs_fd`: the python_procs map. `code`: told the layouts runtimes publish (null: none).
+    explicit PythonProcs(int procs_fd, PythonCode* code = nullptr) : procs_fd_(procs_fd), code_(code) {}
 
     // Reads pid's mappings; a process that maps a CPython runtime memtrack walks is described,
     // any other one is not (an exec into something else drops its description).
@@ -37,6 +39,7 @@ private:
     const RuntimeFile& runtime_file(const std::string& path, uint64_t dev, uint64_t ino);
 
     int procs_fd_;
+    PythonCode* code_;
     std::map<std::pair<uint64_t, uint64_t>, RuntimeFile> runtime_by_file_;
 };
 
