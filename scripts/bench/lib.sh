@@ -242,13 +242,14 @@ REP=1
 declare -A MT_OPTS=(
     [memtrack]="" [memtrack-nostacks]="--no-stacks" [memtrack-fp]="--unwind fp" [memtrack-nocache]="--no-cache"
     [memtrack-entry]="--no-stacks --probe-at-entry" [memtrack-wakeall]="--no-stacks --wakeup-fill 0"
+    [memtrack-nopy]="--no-python-frames"
 )
 declare -A TOOL_LABEL=(
     [untracked]="untracked" [memtrack]="memtrack" [memtrack-fp]="memtrack --unwind fp" [memtrack-nostacks]="memtrack --no-stacks"
     [memtrack-entry]="memtrack --no-stacks --probe-at-entry" [floor]="trap floor (placed)"
     [memtrack-wakeall]="memtrack --no-stacks --wakeup-fill 0" [memtrack-nocache]="memtrack --no-cache"
     [floor-entry]="trap floor (entry)" [bpftrace]="bpftrace (counting)" [heaptrack]="heaptrack"
-    [massif]="valgrind massif"
+    [massif]="valgrind massif" [memtrack-nopy]="memtrack --no-python-frames"
 )
 run() {
     local tool="$1" tag="$2"

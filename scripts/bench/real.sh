@@ -9,6 +9,12 @@ REAL="$WORK/real"
 mkdir -p "$REAL"
 read -r -a REAL_WORKLOADS <<<"${MEMTRACK_BENCH_REAL:-gcc python3 node sqlite3 rust}"
 REAL_TOOLS=(untracked memtrack-nostacks floor memtrack memtrack-fp heaptrack)
+# The tools of one workload: python3 also with native-only stacks (--no-python-frames), what
+# reading CPython's frames costs (issue 31).
+real_tools() { # WORKLOAD -> WL_TOOLS
+    WL_TOOLS=("${REAL_TOOLS[@]}")
+    if [[ $1 == python3 ]]; then WL_TOOLS+=(memtrack-nopy); fi
+}
 
 # gcc: REAL_GCC_FUNCS functions of loops, switches and calls, compiled at -O2 (cc1 allocates from
 # deep recursion over the trees it builds).
@@ -80,7 +86,8 @@ declare -A REAL_FLOOR=()  # workload -> the trap floor's arguments (one per line
 for ((REP = 1; REP <= REPS; ++REP)); do
     for wl in "${REAL_WORKLOADS[@]}"; do
         real_cmd "$wl"
-        for tool in "${REAL_TOOLS[@]}"; do
+        real_tools "$wl"
+        for tool in "${WL_TOOLS[@]}"; do
             if [[ $tool == floor ]]; then
                 # The floor probes what memtrack probes in this program: the sites in each
                 # executable it runs and the objects they map.
@@ -123,19 +130,20 @@ printf '| %-8s | %-22s | %9s | %8s | %9s | %9s | %8s | %10s | %12s |\n' program 
 echo "|----------|------------------------|----------:|---------:|----------:|----------:|---------:|-----------:|-------------:|"
 declare -A RW=() RC=()
 for wl in "${REAL_WORKLOADS[@]}"; do
-    for tool in "${REAL_TOOLS[@]}"; do
+    real_tools "$wl"
+    for tool in "${WL_TOOLS[@]}"; do
         RW[$tool]=$(median "$WORK/t/real_${wl}__$tool")
         RC[$tool]=$(median "$WORK/t/real_${wl}__$tool.cpu")
     done
     events=$(stat_median "real_${wl}__memtrack-nostacks" .allocation_events)
-    for tool in "${REAL_TOOLS[@]}"; do
+    for tool in "${WL_TOOLS[@]}"; do
         xw=- xc=- per=- uniq=""
         if [[ $tool != untracked ]]; then
             xw=$(fmt "$(calc "(${RW[$tool]} - ${RW[untracked]}) / (${RW[floor]} - ${RW[untracked]})")" '%.2f')
             xc=$(fmt "$(calc "(${RC[$tool]} - ${RC[untracked]}) / (${RC[floor]} - ${RC[untracked]})")" '%.2f')
             per=$(fmt "$(calc "(${RW[$tool]} - ${RW[untracked]}) / $events * 1e6")" '%.2f')
         fi
-        [[ $tool == memtrack || $tool == memtrack-fp ]] && uniq=$(fmt "$(stat_median "real_${wl}__$tool" .stacks_unique)" '%.0f')
+        [[ $tool == memtrack || $tool == memtrack-fp || $tool == memtrack-nopy ]] && uniq=$(fmt "$(stat_median "real_${wl}__$tool" .stacks_unique)" '%.0f')
         printf '| %-8s | %-22s | %9s | %8s | %9s | %9s | %8s | %10s | %12s |\n' "$wl" "${TOOL_LABEL[$tool]}" \
             "$(fmt "${RW[$tool]}" '%.3f')" "$xw" "$(fmt "${RC[$tool]}" '%.3f')" "$xc" \
             "$([[ $tool == memtrack-nostacks ]] && fmt "$events" '%.0f')" "$per" "$uniq"

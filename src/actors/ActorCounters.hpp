@@ -45,6 +45,7 @@ struct SymbolizerCounters {
     // Python frames written unnamed ("?"): their code object could not be read while the stack
     // was fresh (the process gone, or not held and already past it).
     Counter python_frames_unnamed;
+    Counter python_trampolines_folded;  // perf trampoline frames folded into their Python frame
     // Answers to stacks whose process mapped new code: all of /proc/PID/maps read, or only
     // the objects the loader added (AddedCode); and stragglers found among those added.
     Counter maps_full_reads;

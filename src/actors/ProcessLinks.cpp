@@ -53,13 +53,13 @@ std::vector<Mapping> kernel_named(pid_t pid, std::vector<Mapping> code) {
 }  // namespace
 
 ProcessLinks::ProcessLinks(asio::io_context& io, BpfSession& bpf, ProcessHolds& holds, UnwindTables* unwind,
-                           AddedCode* added)
+                           AddedCode* added, PythonCode* python_code)
     : strand_(asio::make_strand(io)),
       bpf_(bpf),
       holds_(holds),
       unwind_(unwind),
       added_(added),
-      python_(bpf.python_procs_fd()),
+      python_(bpf.python_procs_fd(), python_code),
       spawns_(open_spawns(bpf.spawns_ring_fd(), &ProcessLinks::on_spawn_record, this), ring_buffer__free),
       spawns_watch_(strand_, ::dup(ring_buffer__epoll_fd(spawns_.get()))),
       backstop_(strand_) {}

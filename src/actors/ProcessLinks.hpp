@@ -52,8 +52,9 @@ public:
 
     // unwind: the CFI walker's tables, described for each process before it runs new code (null: none).
     // added: where the code each loader hook added is published for the Symbolizer (null: none).
+    // python_code: told the layouts CPython runtimes publish, for naming frames (null: none).
     ProcessLinks(boost::asio::io_context& io, BpfSession& bpf, ProcessHolds& holds, UnwindTables* unwind,
-                 AddedCode* added = nullptr);
+                 AddedCode* added = nullptr, PythonCode* python_code = nullptr);
     ~ProcessLinks();
 
     // Attaches pid's probes now, from the caller's thread: only before the io_context runs (the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <utility>
 #include <unordered_set>
 
 #include "bpf/hold.h"
@@ -148,6 +149,7 @@ void Symbolizer::write_batch(const RecordBatch& b) {
                 if (slot & MT_PY_ENTRY) break;
             }
         };
+        bool after_eval = false;  // the frame before ran Python frames
         for (size_t i = 0; i < native_end; ++i) {
             const uint64_t ip = s.ips[i];
             if (!in_code(s.pid, ip, reread)) {
@@ -157,10 +159,23 @@ void Symbolizer::write_batch(const RecordBatch& b) {
                 counters_.frames_cut_outside_code.add(native_end - i);
                 break;
             }
+            // Anonymous code that called an eval loop is CPython's perf trampoline (-X perf,
+            // 3.12+: one copy per code object, the BPF walk steps through it by its own rule):
+            // it stands for the Python frame before it, and is folded into it. Named from the
+            // perf map it would be `py::QUALNAME:FILE`, but not in a forked child, whose map
+            // starts empty while it runs its parent's trampolines.
+            if (std::exchange(after_eval, false)) {
+                const Mapping* m = maps_[s.pid].find(ip - 1);
+                if (m && m->anonymous()) {
+                    counters_.python_trampolines_folded.add();
+                    continue;
+                }
+            }
             auto resolved = resolver_->resolve(maps_[s.pid], ip);
             // The eval loop's frame (or its cold part) stands for the Python frames it ran.
             if (next_py < s.ips.size() && resolved.back().function.starts_with("_PyEval_EvalFrameDefault")) {
                 take_python();
+                after_eval = true;
                 continue;
             }
             frames.insert(frames.end(), std::make_move_iterator(resolved.begin()),

@@ -49,6 +49,8 @@ public:
     // followed them all: O(new objects) where a read of /proc/PID/maps is O(objects mapped).
     void read_new_maps(RecordBatch& b);
     SymbolizerCounters counters() const { return counters_; }
+    // What names the Python frames (thread-safe): ProcessLinks tells it the layouts runtimes publish.
+    PythonCode& python_code() { return python_; }
 
 private:
     // Touched only on the strand.

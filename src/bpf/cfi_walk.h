@@ -2,12 +2,14 @@
 /*
  * The user stack walked by the unwind rows user space compiles from each object's CFI
  * (unwind.h), for code built without frame pointers. Included once, by memtrack.bpf.c, and
- * by the unit tests' replay harness: all it uses from outside is walk_env.h's.
+ * by the unit tests' replay harness: all it uses from outside is walk_env.h's and python_walk.h's
+ * (the perf trampoline's rule).
  *
  * Each frame: find the process's mapping of the pc, the object's row for it, compute the CFA,
  * read the return address at CFA - 8 and the caller's rbp where the row says. A pc no row
  * covers (JIT code, [vdso], an object without CFI) is stepped by frame pointer, as
- * bpf_get_stack would. Pending uretprobes have replaced return addresses on the stack with the
+ * bpf_get_stack would, except in a CPython perf trampoline, which has a rule of its own
+ * (python_walk.h). Pending uretprobes have replaced return addresses on the stack with the
  * kernel's trampoline; the walk puts back the original from the thread's return instances,
  * matched by stack slot.
  *
@@ -21,6 +23,7 @@
 #ifndef MEMTRACK_CFI_WALK_H
 #define MEMTRACK_CFI_WALK_H
 
+#include "python_walk.h"
 #include "unwind.h"
 #include "walk_env.h"
 
@@ -427,6 +430,9 @@ __noinline int unwind_row_at(struct row_query *q)
 	struct mt_unwind_row *r = m->end ? find_row(m, at - m->bias) : NULL;
 	struct mt_unwind_row none = {};
 	q->row = r ? *r : none;
+	/* Code outside every file: a CPython perf trampoline's has a rule of its own. */
+	if (!m->end)
+		python_trampoline_row(q->tgid, at + 1, &q->row);
 	if (e) {
 		e->pc = at;
 		e->tgid = q->tgid;

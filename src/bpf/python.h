@@ -59,7 +59,19 @@ struct mt_python_proc {
 	__u16 frame_instr;    /* prev_instr (3.11, 3.12), instr_ptr (3.13), f_lasti (3.10) */
 	__u16 frame_owner;    /* is_entry (3.11), owner (3.12+) */
 	__u16 code_adaptive;  /* PyCodeObject.co_code_adaptive: the bytecode (3.11+) */
-	__u16 pad;
+	/*
+	 * The perf trampoline (3.12+ under -X perf, or sys.activate_stack_trampoline): copies of
+	 * _Py_trampoline_func_start in anonymous executable memory, one per code object, each
+	 * calling the eval loop. They have no CFI, and no frame pointer in 3.12 and 3.13, so the
+	 * walk takes its rule from here (python_walk.h: python_trampoline_row): at a return address
+	 * with the trampoline's first tramp_call bytes before it, CFA = sp + tramp_cfa, the
+	 * caller's rbp at CFA + 8 * tramp_rbp8 (0: rbp unchanged). tramp_call 0: no trampoline.
+	 */
+	__u8 tramp_call; /* bytes from the trampoline's start to its call's return address, <= 16 */
+	__u8 tramp_cfa;
+	__s8 tramp_rbp8;
+	__u8 pad[3];
+	__u64 tramp_code[2]; /* its first tramp_call bytes, the rest 0 */
 };
 
 #endif

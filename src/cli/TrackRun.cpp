@@ -75,7 +75,8 @@ public:
         if (stacks_file && bpf_.unwind_rows_capacity())
             unwind_ = value_or_throw(UnwindTables::open({bpf_.unwind_rows_fd(), bpf_.unwind_procs_fd(), bpf_.unwind_rows_capacity()},
                                                        std::move(unwind_cache)));
-        links_.emplace(io_, bpf_, holds_, unwind_.get(), stacks_ ? &added_code_ : nullptr);
+        links_.emplace(io_, bpf_, holds_, unwind_.get(), stacks_ ? &added_code_ : nullptr,
+                       stacks_ ? &stacks_->sink().python_code() : nullptr);
         if (auto r = links_->attach_now(child.pid()); !r) throw FatalError("BPF attach failed: " + r.error().message());
         events_.sink().add_root_process(timeline_event(TimelineEvent::Type::Start, child.pid()));
         if (control_) control_->set_handlers(control_handlers());

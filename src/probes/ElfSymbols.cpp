@@ -11,8 +11,8 @@
 namespace memtrack {
 namespace {
 
-// Adds the functions of `elf`'s symbol tables named in `want` (all when empty) that fall in
-// `segments`, and the data objects named in `want`; a name already there keeps its first symbol.
+// Adds the functions of `elf`'s symbol tables named in `want` (all when empty; labels without a
+// type too when named) that fall in `segments`, and the data objects named in `want`; a name already there keeps its first symbol.
 void add_functions(Elf* elf, const std::vector<LoadSegment>& segments,
                    const std::unordered_set<std::string_view>& want, bool symtab_only,
                    std::unordered_map<std::string, FunctionSymbol>& out,
@@ -35,7 +35,9 @@ void add_functions(Elf* elf, const std::vector<LoadSegment>& segments,
                 if (name && *name && want.count(name)) objects.try_emplace(name, sym.st_value);
                 continue;
             }
-            if (type != STT_FUNC && type != STT_GNU_IFUNC) continue;
+            // An assembly label (NOTYPE) only when asked for by name: CPython's
+            // _Py_trampoline_func_start, for one.
+            if (type != STT_FUNC && type != STT_GNU_IFUNC && (type != STT_NOTYPE || want.empty())) continue;
             const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
             if (!name || !*name || (!want.empty() && !want.count(name))) continue;
             for (const auto& seg : segments) {

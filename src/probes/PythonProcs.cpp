@@ -3,22 +3,39 @@
 #include <bpf/bpf.h>
 #include <sys/uio.h>
 
+#include <cstring>
+
 #include "bpf/python.h"
 #include "core/Log.hpp"
 #include "probes/ElfSymbols.hpp"
 #include "symbols/ElfFile.hpp"
 #include "symbols/ProcessMaps.hpp"
+#include "symbols/PythonCode.hpp"
 #include "symbols/PythonLayout.hpp"
 
 namespace memtrack {
 
-std::optional<uint64_t> PythonProcs::runtime_vaddr(const std::string& path, uint64_t dev, uint64_t ino) {
+const PythonProcs::RuntimeFile& PythonProcs::runtime_file(const std::string& path, uint64_t dev, uint64_t ino) {
     auto [it, fresh] = runtime_by_file_.try_emplace({dev, ino});
-    if (!fresh) return it->second;
-    auto elf = ElfSymbols::load(path, {"_PyRuntime"});
-    if (!elf) log::info("python: {}: {}", path, elf.error().message());
-    else it->second = elf->object_vaddr("_PyRuntime");
-    return it->second;
+    RuntimeFile& f = it->second;
+    if (!fresh) return f;
+    auto elf = ElfSymbols::load(path, {"_PyRuntime", "_Py_trampoline_func_start", "_Py_trampoline_func_end"});
+    if (!elf) {
+        log::info("python: {}: {}", path, elf.error().message());
+        return f;
+    }
+    f.runtime = elf->object_vaddr("_PyRuntime");
+    // 3.12+: the perf trampoline's code, for its unwind rule (python_trampoline_rule).
+    auto start = elf->find("_Py_trampoline_func_start");
+    auto end = elf->find("_Py_trampoline_func_end");
+    if (start && end && end->vaddr > start->vaddr) {
+        start->size = end->vaddr - start->vaddr;
+        auto code = elf->code(*start, 64);
+        if (!code) log::info("python: {}: {}", path, code.error().message());
+        else if (!python_trampoline_rule(code->data(), code->size(), f.trampoline))
+            log::info("python: {}: a perf trampoline memtrack does not know: stacks stop at its frames", path);
+    }
+    return f;
 }
 
 Result<void> PythonProcs::describe(pid_t pid) {
@@ -29,7 +46,8 @@ Result<void> PythonProcs::describe(pid_t pid) {
         const auto minor = python_minor_from_path(m.path);
         const PythonLayout* layout = minor ? python_layout(*minor) : nullptr;
         if (!layout) continue;
-        const auto vaddr = runtime_vaddr(m.path, m.dev, m.inode);
+        const RuntimeFile& rf = runtime_file(m.path, m.dev, m.inode);
+        const auto vaddr = rf.runtime;
         if (!vaddr) continue;
         auto file = open_elf(m.path);
         if (!file) return file.error();
@@ -47,8 +65,13 @@ Result<void> PythonProcs::describe(pid_t pid) {
             if (::process_vm_readv(pid, &local, 1, &remote, 1, 0) == ssize_t(sizeof(bytes)))
                 published = python_layout_from_debug_offsets(*layout, bytes, sizeof(bytes));
         }
+        if (published && code_) code_->publish(m.dev, m.inode, *published);
         mt_python_proc p = published ? published->walk : layout->walk;
         p.runtime = runtime;
+        p.tramp_call = rf.trampoline.tramp_call;
+        p.tramp_cfa = rf.trampoline.tramp_cfa;
+        p.tramp_rbp8 = rf.trampoline.tramp_rbp8;
+        std::memcpy(p.tramp_code, rf.trampoline.tramp_code, sizeof(p.tramp_code));
         const uint32_t key = uint32_t(pid);
         if (::bpf_map_update_elem(procs_fd_, &key, &p, BPF_ANY) != 0) return errno_error("bpf_map_update_elem", "python_procs");
         log::info("python: process {} runs CPython 3.{} ({}), _PyRuntime at {:#x}, offsets from {}", pid, layout->minor,

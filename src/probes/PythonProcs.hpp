@@ -11,14 +11,17 @@
 #include <string>
 #include <utility>
 
+#include "bpf/python.h"
 #include "core/Result.hpp"
 
 namespace memtrack {
 
+class PythonCode;
+
 class PythonProcs {
 public:
-    // `procs_fd`: the python_procs map.
-    explicit PythonProcs(int procs_fd) : procs_fd_(procs_fd) {}
+    // `procs_fd`: the python_procs map. `code`: told the layouts runtimes publish (null: none).
+    explicit PythonProcs(int procs_fd, PythonCode* code = nullptr) : procs_fd_(procs_fd), code_(code) {}
 
     // Reads pid's mappings; a process that maps a CPython runtime memtrack walks is described,
     // any other one is not (an exec into something else drops its description).
@@ -26,11 +29,18 @@ public:
     void forget(pid_t pid);
 
 private:
-    // _PyRuntime's vaddr in the file (dev, inode); nullopt: the file does not define it.
-    std::optional<uint64_t> runtime_vaddr(const std::string& path, uint64_t dev, uint64_t ino);
+    // What the walk takes from a runtime file: _PyRuntime's vaddr (nullopt: the file does not
+    // define it) and its perf trampoline's rule (mt_python_proc.tramp_*; tramp_call 0: none).
+    struct RuntimeFile {
+        std::optional<uint64_t> runtime;
+        mt_python_proc trampoline{};
+    };
+    // The file (dev, inode) at `path`, read once.
+    const RuntimeFile& runtime_file(const std::string& path, uint64_t dev, uint64_t ino);
 
     int procs_fd_;
-    std::map<std::pair<uint64_t, uint64_t>, std::optional<uint64_t>> runtime_by_file_;
+    PythonCode* code_;
+    std::map<std::pair<uint64_t, uint64_t>, RuntimeFile> runtime_by_file_;
 };
 
 }  // namespace memtrack

@@ -74,15 +74,6 @@ bool is_code_type(int pid, uint64_t type) {
     return name && read_mem(pid, *name, text, sizeof(text)) && std::memcmp(text, "code", 5) == 0;
 }
 
-const PythonLayout* layout_of(const ProcessMaps& maps) {
-    for (const Mapping& m : maps.mappings()) {
-        if (!m.executable) continue;
-        if (auto minor = python_minor_from_path(m.path))
-            if (const PythonLayout* l = python_layout(*minor)) return l;
-    }
-    return nullptr;
-}
-
 // PEP 657's varints: 6 bits a byte, low first, 0x40 when more follow.
 uint64_t varint(const std::string& t, size_t& i) {
     uint64_t v = 0;
@@ -143,9 +134,27 @@ uint32_t python_line(int minor, const std::string& t, int32_t first_line, uint64
     return 0;
 }
 
-void PythonCode::note_maps(const ProcessMaps& maps, bool added_only) {
-    const PythonLayout* layout = layout_of(maps);
+const PythonLayout* PythonCode::layout_of(const ProcessMaps& maps) const {
+    for (const Mapping& m : maps.mappings()) {
+        if (!m.executable) continue;
+        if (auto minor = python_minor_from_path(m.path)) {
+            const PythonLayout* table = python_layout(*minor);
+            if (!table) continue;
+            auto it = published_.find({m.dev, m.inode});
+            return it != published_.end() && it->second.minor == table->minor ? &it->second : table;
+        }
+    }
+    return nullptr;
+}
+
+void PythonCode::publish(uint64_t dev, uint64_t inode, const PythonLayout& layout) {
     std::lock_guard lock(mu_);
+    published_.insert_or_assign({dev, inode}, layout);
+}
+
+void PythonCode::note_maps(const ProcessMaps& maps, bool added_only) {
+    std::lock_guard lock(mu_);
+    const PythonLayout* layout = layout_of(maps);
     if (layout || !added_only) layouts_[maps.pid()] = layout;
 }
 

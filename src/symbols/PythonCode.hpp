@@ -16,11 +16,10 @@
 #include <utility>
 
 #include "format/StacksFile.hpp"  // Frame
+#include "symbols/PythonLayout.hpp"
 #include "symbols/ProcessMaps.hpp"
 
 namespace memtrack {
-
-struct PythonLayout;
 
 inline constexpr const char* kPythonUnnamed = "?";  // no Python identifier is "?"
 
@@ -42,6 +41,10 @@ public:
     // `added_only` (what a dlopen added, AddedCode) a layout found is noted, none found changes
     // nothing: the interpreter was mapped before.
     void note_maps(const ProcessMaps& maps, bool added_only = false);
+    // The layout a runtime file (dev, inode) publishes itself (3.13+'s _Py_DebugOffsets, read by
+    // PythonProcs): its code-object fields name the frames of every process that maps the
+    // file from then on, in place of the table's (python_layout).
+    void publish(uint64_t dev, uint64_t inode, const PythonLayout& layout);
 
 private:
     struct Code {
@@ -55,7 +58,11 @@ private:
     };
     std::mutex mu_;
     std::map<std::pair<int, uint64_t>, Code> cache_;
+    // The layout of the CPython runtime `maps` map: the file's published one, else the table's.
+    const PythonLayout* layout_of(const ProcessMaps& maps) const;
     std::map<int, const PythonLayout*> layouts_;  // nullptr: no CPython runtime mapped
+    // By runtime file (dev, inode); never erased (layouts_ points into it).
+    std::map<std::pair<uint64_t, uint64_t>, PythonLayout> published_;
 };
 
 }  // namespace memtrack

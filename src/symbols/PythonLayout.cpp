@@ -1,6 +1,8 @@
 #include "symbols/PythonLayout.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <initializer_list>
 #include <cstdint>
 #include <cstring>
 
@@ -19,19 +21,19 @@ constexpr PythonLayout kLayouts[] = {
     {10,
      {0, MT_PY_FRAMES_310, /*interp_head*/ 32, /*threads_head*/ 8, /*next*/ 8, /*thread_id*/ 176,
       /*frame*/ 24, /*cframe_current*/ 0, /*f_code*/ 32, /*f_back*/ 24, /*f_lasti*/ 96, /*owner*/ 0,
-      /*adaptive*/ 0, 0},
+      /*adaptive*/ 0, /*perf trampoline: per file*/ 0, 0, 0, {}, {}},
      104, 112, 0, 40, 120, 48, 72, 56},
     {11,
      {0, MT_PY_FRAMES_311, 40, 16, 8, 152, /*cframe*/ 56, /*current_frame*/ 8, /*f_code*/ 32,
-      /*previous*/ 48, /*prev_instr*/ 56, /*is_entry*/ 68, /*co_code_adaptive*/ 184, 0},
+      /*previous*/ 48, /*prev_instr*/ 56, /*is_entry*/ 68, /*co_code_adaptive*/ 184, /*perf trampoline: per file*/ 0, 0, 0, {}, {}},
      112, 120, 128, 72, 136, 48, 72, 56},
     {12,
      {0, MT_PY_FRAMES_312, 40, 72, 8, 136, /*cframe*/ 56, /*current_frame*/ 0, /*f_code*/ 0,
-      /*previous*/ 8, /*prev_instr*/ 56, /*owner*/ 70, /*co_code_adaptive*/ 192, 0},
+      /*previous*/ 8, /*prev_instr*/ 56, /*owner*/ 70, /*co_code_adaptive*/ 192, /*perf trampoline: per file*/ 0, 0, 0, {}, {}},
      112, 120, 128, 68, 136, 40, 56, 48},
     {13,
      {0, MT_PY_FRAMES_313, 632, 7344, 8, 152, /*current_frame*/ 72, 0, /*f_executable*/ 0,
-      /*previous*/ 8, /*instr_ptr*/ 56, /*owner*/ 70, /*co_code_adaptive*/ 200, 0},
+      /*previous*/ 8, /*instr_ptr*/ 56, /*owner*/ 70, /*co_code_adaptive*/ 200, /*perf trampoline: per file*/ 0, 0, 0, {}, {}},
      112, 120, 128, 68, 136, 40, 56, 48},
 };
 
@@ -78,6 +80,35 @@ std::optional<PythonLayout> python_layout_from_debug_offsets(const PythonLayout&
     set(l.walk.code_adaptive, 344);   // code_object.co_code_adaptive
     if (!fits) return std::nullopt;
     return l;
+}
+
+bool python_trampoline_rule(const unsigned char* code, size_t size, mt_python_proc& p) {
+    size_t i = 0;
+    auto take = [&](std::initializer_list<unsigned char> bytes) {
+        if (i + bytes.size() > size || !std::equal(bytes.begin(), bytes.end(), code + i)) return false;
+        i += bytes.size();
+        return true;
+    };
+    take({0xf3, 0x0f, 0x1e, 0xfa});  // endbr64
+    unsigned pushed = 0;             // bytes below the return address into the caller
+    int8_t rbp8 = 0;
+    if (take({0x48, 0x83, 0xec})) {  // sub $imm8, %rsp
+        if (i >= size || code[i] > 0x7f) return false;
+        pushed = code[i++];
+    } else if (take({0x55})) {  // push %rbp: saved at CFA - 16
+        pushed = 8;
+        rbp8 = -2;
+        take({0x48, 0x89, 0xe5});  // mov %rsp, %rbp
+    } else {
+        return false;
+    }
+    if (!take({0xff, 0xd1}) || i > sizeof(p.tramp_code)) return false;  // call *%rcx
+    p.tramp_call = uint8_t(i);
+    p.tramp_cfa = uint8_t(pushed + 8);  // CFA: the stack pointer before the call into it
+    p.tramp_rbp8 = rbp8;
+    std::memset(p.tramp_code, 0, sizeof(p.tramp_code));
+    std::memcpy(p.tramp_code, code, i);
+    return true;
 }
 
 std::optional<int> python_minor_from_path(std::string_view path) {

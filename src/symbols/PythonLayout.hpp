@@ -34,6 +34,13 @@ const PythonLayout* python_layout(int minor);
 inline constexpr size_t kPythonDebugOffsetsBytes = 352;
 std::optional<PythonLayout> python_layout_from_debug_offsets(const PythonLayout& table, const unsigned char* bytes,
                                                              size_t size);
+// CPython's perf trampoline (Python/asm_trampoline.S; 3.12+ copies it for every code object
+// under -X perf) has no CFI: its unwind rule at the return address of its one call, from its
+// code (`code`, from _Py_trampoline_func_start to _Py_trampoline_func_end), into p.tramp_*.
+// Knows the forms the x86-64 file has had: an optional endbr64, then `sub $N, %rsp` (3.12,
+// 3.13) or `push %rbp; mov %rsp, %rbp` (with frame pointers), then `call *%rcx`. False (p
+// unchanged) for any other code: the walk then stops at a trampoline, as before.
+bool python_trampoline_rule(const unsigned char* code, size_t size, mt_python_proc& p);
 // The minor version of a CPython runtime file named `path`; nullopt when the name is not one.
 std::optional<int> python_minor_from_path(std::string_view path);
 

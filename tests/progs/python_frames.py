@@ -3,7 +3,9 @@
 # STACK_MARK comments.
 import json
 import os
+import sys
 import threading
+import time
 
 
 class Store:
@@ -52,4 +54,12 @@ def main():
     os.waitpid(pid, 0)
 
 
+# `python_frames.py READY GO`: a process memtrack attaches to (the root suite's attach test)
+# writes its pid to READY, then waits for GO to exist before it allocates.
+if len(sys.argv) == 3:
+    with open(sys.argv[1] + ".tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+    while not os.path.exists(sys.argv[2]):
+        time.sleep(0.01)
 main()  # STACK_MARK(py-module)

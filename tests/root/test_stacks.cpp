@@ -1475,17 +1475,22 @@ std::vector<std::pair<std::string, int>> python_interpreters() {
 
 }  // namespace
 
-TEST_CASE("stacks: Python frames (3.10-3.13) replace the eval loop's, frame for frame: name, file, line, in threads and forked children") {
-    ROOT_SUITE_GUARD();
+namespace {
+
+// Runs python_frames.py under `python` (3.`minor`; with -X perf when `perf`) and checks the
+// Python frames of its known allocations frame for frame. With -X perf each Python call is an
+// eval loop called through a perf trampoline: the whole stack is there, down to the thread's
+// start, with each trampoline folded into the Python frame it ran.
+void check_python_stacks(const std::string& artifact, const Stats& stats, int minor, bool perf) {
     const std::string src = "python_frames.py";
-    const std::string script = fixture_source(src);
     auto line = [&](const char* mark) { return marked_line(src, mark); };
-    for (const auto& [python, minor] : python_interpreters()) {
-        CAPTURE(python);
-        REQUIRE_MESSAGE(fs::exists(python), python, " is missing: scripts/deps.sh installs it");
-        TempDir dir;
-        Tracked t = track_and_dump(dir, {python, script});
-        CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    {
+        if (perf) {
+            CHECK(stats_u64(stats, "python_trampolines_folded") > 0);
+            CHECK(stats_u64(stats, "stacks_cut_outside_code") == 0);
+        } else {
+            CHECK(stats_u64(stats, "python_trampolines_folded") == 0);
+        }
         // 3.10's code objects have no qualified name.
         auto qual = [&](const std::string& cls, const std::string& fn) { return minor >= 11 ? cls + "." + fn : fn; };
         using Want = std::vector<std::tuple<std::string, std::string, uint64_t>>;  // function, file, line (0: any)
@@ -1516,12 +1521,12 @@ TEST_CASE("stacks: Python frames (3.10-3.13) replace the eval loop's, frame for 
                        {qual("Thread", "_bootstrap_inner"), "threading.py", 0},
                        {qual("Thread", "_bootstrap"), "threading.py", 0}}},
         };
-        const std::vector<Resolved> resolved = dump_resolved(t.result.artifact);
+        const std::vector<Resolved> resolved = dump_resolved(artifact);
         // Every Python frame of the run is named, and named right: a code object freed after its
         // stack (a module's body, an exec'd string) was shown as "?", one made at its address
         // later lent its name, when frames were read again at write time. The script's own
         // functions run under its module's frame or the thread's bootstrap, nowhere else.
-        CHECK(stats_u64(t.result.stats, "python_frames_unnamed") == 0);
+        CHECK(stats_u64(stats, "python_frames_unnamed") == 0);
         size_t unnamed = 0, misplaced = 0;
         for (const Resolved& r : resolved) {
             const ResolvedFrame* outermost = nullptr;
@@ -1569,6 +1574,109 @@ TEST_CASE("stacks: Python frames (3.10-3.13) replace the eval loop's, frame for 
                 }
                 CHECK_MESSAGE((hook_at < json_c && json_c < decoder_at), show(r.frames));
             }
+            if (perf) {
+                // Each Python frame its own eval call through a trampoline, the walk past all
+                // of them to the thread's first frame; no trampoline left unfolded.
+                size_t evaluators = 0, jit = 0;
+                for (const ResolvedFrame& f : r.frames) {
+                    evaluators += f.function == "py_trampoline_evaluator";
+                    jit += f.module == "[jit]" || (f.module.empty() && f.function.empty());
+                }
+                CHECK_MESSAGE(evaluators == py.size(), show(r.frames));
+                CHECK_MESSAGE(jit == 0, show(r.frames));
+                const std::string outermost = r.frames.empty() ? "" : r.frames.back().function;
+                CHECK_MESSAGE(outermost == (size == 1000082 ? "__clone3" : "_start"), show(r.frames));
+            }
         }
     }
+}
+
+// Tracks python_frames.py run by `python` (3.`minor`), after `prefix` (a command that runs it),
+// with -X perf when `perf`, and checks its stacks.
+void check_python_frames(const std::string& python, int minor, bool perf,
+                         const std::vector<std::string>& prefix = {}) {
+    CAPTURE(python);
+    CAPTURE(perf);
+    REQUIRE_MESSAGE(fs::exists(python), python, " is missing: scripts/deps.sh installs it");
+    TempDir dir;
+    std::vector<std::string> command = prefix;
+    command.push_back(python);
+    if (perf) command.insert(command.end(), {"-X", "perf"});
+    command.push_back(fixture_source("python_frames.py"));
+    Tracked t = track_and_dump(dir, command);
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_python_stacks(t.result.artifact, t.result.stats, minor, perf);
+}
+
+}  // namespace
+
+TEST_CASE("stacks: Python frames (3.10-3.13) replace the eval loop's, frame for frame: name, file, line, in threads and forked children") {
+    ROOT_SUITE_GUARD();
+    for (const auto& [python, minor] : python_interpreters()) check_python_frames(python, minor, false);
+}
+
+TEST_CASE("stacks: Python frames of a python in a new pid namespace (unshare -p -f --mount-proc)") {
+    ROOT_SUITE_GUARD();
+    // Debian's 3.11 (its table's offsets) and the newest pyenv interpreter (3.13: its own
+    // _Py_DebugOffsets): thread states are matched by fs base, never by a pid the namespace renames.
+    const auto all = python_interpreters();
+    std::vector<std::pair<std::string, int>> some = {all.front()};
+    if (all.size() > 1) some.push_back(all.back());
+    for (const auto& [python, minor] : some)
+        check_python_frames(python, minor, false, {"unshare", "-p", "-f", "--mount-proc"});
+}
+
+TEST_CASE("stacks: Python frames of a python memtrack attaches to (ctl attach), and of its thread and forked child") {
+    ROOT_SUITE_GUARD();
+    const auto all = python_interpreters();
+    const auto [python, minor] = all.back();
+    CAPTURE(python);
+    TempDir dir;
+    const std::string sock = dir / "ctl.sock", ready = dir / "ready", go = dir / "go", done = dir / "done";
+    // memtrack tracks a shell that waits for `done`; python, the test's own child, waits for `go`.
+    RunResult tracked, attached;
+    std::thread mt([&] {
+        tracked = run({memtrack_bin(), "track", "--socket", sock, "-o", dir / "out", "--stats", dir / "stats.json",
+                       "--", "/bin/sh", "-c", "while [ ! -e " + done + " ]; do sleep 0.05; done"});
+    });
+    std::thread py([&] { attached = run({python, fixture_source("python_frames.py"), ready, go}); });
+    auto finish = [&] {
+        write_file(go, "");
+        write_file(done, "");
+        py.join();
+        mt.join();
+    };
+    int pid = 0;
+    try {
+        for (int i = 0; i < 3000 && (!fs::exists(sock) || !fs::exists(ready)); i++)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        REQUIRE(fs::exists(sock));
+        REQUIRE(fs::exists(ready));
+        pid = std::stoi(read_file(ready));
+        RunResult a = run({memtrack_bin(), "ctl", "--socket", sock, "--timeout", "30", "attach", "--pid", std::to_string(pid)});
+        CHECK_MESSAGE(a.status == 0, a.describe());
+        write_file(go, "");
+        py.join();
+        write_file(done, "");
+        mt.join();
+    } catch (...) {
+        if (py.joinable() || mt.joinable()) finish();
+        throw;
+    }
+    CHECK_MESSAGE(attached.status == 0, attached.describe());
+    CHECK_MESSAGE(tracked.status == 0, tracked.describe());
+    const auto names = artifact_names(dir / "out");
+    REQUIRE(names.size() == 1);
+    check_python_stacks((dir / "out") + "/" + names[0], parse_stats(read_file(dir / "stats.json")), minor, false);
+}
+
+TEST_CASE("stacks: python -X perf (3.12+): the walk goes on past each perf trampoline, folded into its Python frame") {
+    ROOT_SUITE_GUARD();
+    size_t ran = 0;
+    for (const auto& [python, minor] : python_interpreters()) {
+        if (minor < 12) continue;
+        check_python_frames(python, minor, true);
+        ++ran;
+    }
+    if (ran == 0) MESSAGE("SKIP python -X perf: no CPython 3.12+ of pyenv here");
 }

@@ -4,6 +4,8 @@
 // (co_positions() in 3.11+, co_lines() in 3.10).
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -122,4 +124,116 @@ TEST_CASE("python: 3.13's _Py_DebugOffsets, read from _PyRuntime, agree with the
     CHECK(read->co_firstlineno == table->co_firstlineno);
     // Another minor version's bytes are not taken for 3.13's.
     CHECK_FALSE(python_layout_from_debug_offsets(*python_layout(12), bytes.data(), bytes.size()));
+}
+
+TEST_CASE("python: the perf trampoline's unwind rule, from its code") {
+    // 3.12.1 and 3.13.0 (pyenv): sub $8,%rsp; call *%rcx; add $8,%rsp; ret
+    const unsigned char plain[] = {0x48, 0x83, 0xec, 0x08, 0xff, 0xd1, 0x48, 0x83, 0xc4, 0x08, 0xc3};
+    mt_python_proc p{};
+    REQUIRE(python_trampoline_rule(plain, sizeof(plain), p));
+    CHECK(p.tramp_call == 6);
+    CHECK(p.tramp_cfa == 16);  // the return address into the trampoline's caller at sp + 8
+    CHECK(p.tramp_rbp8 == 0);
+    CHECK(std::memcmp(p.tramp_code, plain, 6) == 0);
+    CHECK(reinterpret_cast<const unsigned char*>(p.tramp_code)[6] == 0);
+    // Built for CET, with frame pointers: endbr64; push %rbp; mov %rsp,%rbp; call *%rcx; pop %rbp; ret
+    const unsigned char framed[] = {0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x48, 0x89, 0xe5, 0xff, 0xd1, 0x5d, 0xc3};
+    mt_python_proc q{};
+    REQUIRE(python_trampoline_rule(framed, sizeof(framed), q));
+    CHECK(q.tramp_call == 10);
+    CHECK(q.tramp_cfa == 16);
+    CHECK(q.tramp_rbp8 == -2);  // rbp saved at CFA - 16
+    // Anything else is not taken: no rule rather than a wrong one.
+    const unsigned char other[] = {0x48, 0x83, 0xec, 0x08, 0xff, 0xd0, 0xc3};  // call *%rax
+    mt_python_proc r{};
+    CHECK_FALSE(python_trampoline_rule(other, sizeof(other), r));
+    CHECK(r.tramp_call == 0);
+    CHECK_FALSE(python_trampoline_rule(plain, 5, r));  // cut before the call
+    // pyenv's 3.12 where the machine has it: its file's trampoline is the plain one.
+    const char* home = std::getenv("HOME");
+    const std::string lib = std::string(home ? home : "/root") + "/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0";
+    if (!std::filesystem::exists(lib)) {
+        MESSAGE("SKIP: no ", lib);
+        return;
+    }
+    auto symbols = ElfSymbols::load(lib, {"_Py_trampoline_func_start", "_Py_trampoline_func_end"});
+    REQUIRE(symbols);
+    auto start = symbols->find("_Py_trampoline_func_start");
+    auto end = symbols->find("_Py_trampoline_func_end");
+    REQUIRE(start);  // an assembly label (NOTYPE), found when asked for by name
+    REQUIRE(end);
+    start->size = end->vaddr - start->vaddr;
+    auto code = symbols->code(*start, 64);
+    REQUIRE(code);
+    mt_python_proc f{};
+    REQUIRE(python_trampoline_rule(code->data(), code->size(), f));
+    CHECK(f.tramp_call == 6);
+    CHECK(f.tramp_cfa == 16);
+}
+
+namespace {
+
+// A compact ASCII str object as PythonCode reads it: length at 16, state at 32 (compact, ascii),
+// the characters from `ascii_size` on.
+std::vector<uint64_t> fake_str(const std::string& text, uint16_t ascii_size) {
+    std::vector<uint64_t> words((ascii_size + text.size() + 8) / 8 + 1, 0);
+    auto* bytes = reinterpret_cast<unsigned char*>(words.data());
+    const int64_t n = int64_t(text.size());
+    std::memcpy(bytes + 16, &n, 8);
+    const uint32_t state = (1u << 5) | (1u << 6) | (1u << 2);  // compact, ascii, kind 1
+    std::memcpy(bytes + 32, &state, 4);
+    std::memcpy(bytes + ascii_size, text.data(), text.size());
+    return words;
+}
+
+}  // namespace
+
+TEST_CASE("python: a code object's fields are read where the runtime file's published layout says") {
+    // A code object of this process, laid out for 3.13's table, with a second name where a
+    // published layout (as _Py_DebugOffsets would give it) puts co_qualname instead.
+    const PythonLayout* table = python_layout(13);
+    REQUIRE(table);
+    PythonLayout published = *table;
+    published.co_qualname = 144;  // past every field the table uses
+    const auto qualname = fake_str("Table.name", table->ascii_size), moved = fake_str("Published.name", table->ascii_size),
+               file = fake_str("f.py", table->ascii_size);
+    std::vector<uint64_t> linetable(8, 0);  // a bytes object of size 0
+    const char type_name[] = "code";
+    std::vector<uint64_t> type(8, 0);
+    type[3] = uint64_t(type_name);  // tp_name
+    std::vector<uint64_t> code(160 / 8 + 1, 0);
+    auto put = [&](uint16_t off, uint64_t v) { std::memcpy(reinterpret_cast<char*>(code.data()) + off, &v, 8); };
+    put(8, uint64_t(type.data()));
+    put(table->co_filename, uint64_t(file.data()));
+    put(table->co_name, uint64_t(qualname.data()));
+    put(table->co_qualname, uint64_t(qualname.data()));
+    put(table->co_linetable, uint64_t(linetable.data()));
+    put(published.co_qualname, uint64_t(moved.data()));
+    Mapping runtime;
+    runtime.start = 0x1000;
+    runtime.end = 0x2000;
+    runtime.path = "/opt/python/lib/libpython3.13.so.1.0";
+    runtime.executable = true;
+    runtime.dev = 7;
+    runtime.inode = 42;
+    const int self = int(::getpid());
+    const uint64_t slot = mt_py_slot(uint64_t(code.data()), MT_PY_INDEX_MASK, 1);
+    {
+        PythonCode names;
+        names.note_maps(ProcessMaps::of(self, {runtime}));
+        CHECK(names.resolve(self, slot).function == "Table.name");
+    }
+    {
+        PythonCode names;
+        names.publish(7, 42, published);
+        names.note_maps(ProcessMaps::of(self, {runtime}));
+        const Frame f = names.resolve(self, slot);
+        CHECK(f.function == "Published.name");
+        CHECK(f.file == "f.py");
+        // Another file (inode) than the one that published keeps the table's.
+        PythonCode other;
+        other.publish(7, 43, published);
+        other.note_maps(ProcessMaps::of(self, {runtime}));
+        CHECK(other.resolve(self, slot).function == "Table.name");
+    }
 }
