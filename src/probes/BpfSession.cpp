@@ -40,7 +40,7 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
     // The configuration was checked with the other options, before anything was created
     // (check_options in TrackCommand.cpp).
     std::unique_ptr<BpfSession> s(new BpfSession(cfg));
-    s->sites_.emplace(cfg.place_probes);
+    s->sites_.emplace(cfg.place_probes, s->files_);
     s->features_ = KernelFeatures::probe();
     if (const KernelFeature* f = s->features_.missing())
         throw FatalError(fmt::format("this kernel ({}) lacks {} (Linux {}+): memtrack needs Linux {} or later",

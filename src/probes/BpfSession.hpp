@@ -2,7 +2,8 @@
 // Owns the BPF object (skeleton), every link attached to it, and the shared .bss variables.
 // Lifecycle as libbpf-tools does it: open, configure (rodata, ring size), load, attach.
 // Apart: libbpf's log (LibbpfLog), the privilege check (BpfPrivileges), the counters' reads
-// (BpfCounters), link closing (LinkCloser), the probe sites of each file (ProbeSiteCache).
+// (BpfCounters), link closing (LinkCloser), the probe sites of each file (ProbeSiteCache), and
+// the run's one reading of each object file (ObjectFiles), which every stage shares.
 #include <sys/types.h>
 
 #include <atomic>
@@ -23,6 +24,7 @@
 #include "probes/LinkCloser.hpp"
 #include "probes/ProbeSiteCache.hpp"
 #include "symbols/MappedObjects.hpp"
+#include "symbols/ObjectFiles.hpp"
 #include "probes/UprobeMultiLink.hpp"
 
 struct memtrack_bpf;
@@ -81,6 +83,9 @@ public:
     // An object's probe sites, resolved once per file (device, inode) for every process; an
     // object that cannot be read has none (the error is logged once).
     ProbedObject object_probes(const MappedObject& object);
+    // Every object file the run reads, each read once: the probe sites above, the unwind tables
+    // and the Python runtimes take them from here (thread-safe).
+    ObjectFiles& object_files() { return files_; }
     // One object's links filtered to `pid` (0: every process mapping it).
     Result<std::vector<UprobeMultiLink>> attach_object(pid_t pid, const ProbedObject& o) const;
     // The shared links (every process that maps the object traps; the programs record the
@@ -136,6 +141,7 @@ private:
     std::vector<UprobeMultiLink> uprobe_links_;
     std::set<std::pair<uint64_t, uint64_t>> shared_objects_;  // (dev, ino) with shared links
     std::vector<ProbedObject> startup_;
+    ObjectFiles files_;                    // object_files()
     std::optional<ProbeSiteCache> sites_;  // from the configuration, at open_and_load
     std::optional<BpfCounters> counters_;  // once loaded
     KernelFeatures features_;

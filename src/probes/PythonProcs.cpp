@@ -12,11 +12,11 @@
 
 namespace memtrack {
 
-std::optional<uint64_t> PythonProcs::runtime_vaddr(const std::string& path, uint64_t dev, uint64_t ino) {
-    auto [it, fresh] = runtime_by_file_.try_emplace({dev, ino});
+std::optional<uint64_t> PythonProcs::runtime_vaddr(const std::shared_ptr<const ObjectFile>& file) {
+    auto [it, fresh] = runtime_by_file_.try_emplace({uint64_t(file->stat().st_dev), uint64_t(file->stat().st_ino)});
     if (!fresh) return it->second;
-    auto elf = ElfSymbols::load(path, {"_PyRuntime"});
-    if (!elf) log::info("python: {}: {}", path, elf.error().message());
+    auto elf = ElfSymbols::load(file, {"_PyRuntime"});
+    if (!elf) log::info("python: {}: {}", file->path(), elf.error().message());
     else it->second = elf->object_vaddr("_PyRuntime");
     return it->second;
 }
@@ -24,18 +24,32 @@ std::optional<uint64_t> PythonProcs::runtime_vaddr(const std::string& path, uint
 Result<void> PythonProcs::describe(pid_t pid) {
     auto maps = ProcessMaps::read(pid);
     if (!maps) return maps.error();
-    for (const Mapping& m : maps->mappings()) {
+    auto found = describe_from(pid, maps->mappings());
+    if (!found) return found.error();
+    if (!*found) forget(pid);
+    return {};
+}
+
+Result<void> PythonProcs::describe_added(pid_t pid, const std::vector<Mapping>& added) {
+    auto found = describe_from(pid, added);
+    if (!found) return found.error();
+    return {};
+}
+
+Result<bool> PythonProcs::describe_from(pid_t pid, const std::vector<Mapping>& maps) {
+    for (const Mapping& m : maps) {
         if (!m.executable || m.anonymous()) continue;
         const auto minor = python_minor_from_path(m.path);
         const PythonLayout* layout = minor ? python_layout(*minor) : nullptr;
         if (!layout) continue;
-        const auto vaddr = runtime_vaddr(m.path, m.dev, m.inode);
+        auto file = files_.get(pid, m.path, m.dev, m.inode);
+        if (!file) {
+            log::info("python: {}: {}", m.path, file.error().message());
+            continue;
+        }
+        const auto vaddr = runtime_vaddr(*file);
         if (!vaddr) continue;
-        auto file = open_elf(m.path);
-        if (!file) return file.error();
-        auto segments = load_segments(file->elf.get(), m.path);
-        if (!segments) return segments.error();
-        const auto bias = mapping_bias(*segments, m.start, m.offset);
+        const auto bias = mapping_bias((*file)->segments(), m.start, m.offset);
         if (!bias) continue;
         const uint64_t runtime = *vaddr + *bias;
         // The interpreter's own offsets where it publishes them (3.13+), else the table's.
@@ -53,10 +67,9 @@ Result<void> PythonProcs::describe(pid_t pid) {
         if (::bpf_map_update_elem(procs_fd_, &key, &p, BPF_ANY) != 0) return errno_error("bpf_map_update_elem", "python_procs");
         log::info("python: process {} runs CPython 3.{} ({}), _PyRuntime at {:#x}, offsets from {}", pid, layout->minor,
                   m.path, p.runtime, published ? "its _Py_DebugOffsets" : "memtrack's table");
-        return {};
+        return true;
     }
-    forget(pid);
-    return {};
+    return false;
 }
 
 void PythonProcs::forget(pid_t pid) {

@@ -12,24 +12,32 @@
 #include <utility>
 
 #include "core/Result.hpp"
+#include "symbols/ObjectFiles.hpp"
+#include "symbols/ProcessMaps.hpp"
 
 namespace memtrack {
 
 class PythonProcs {
 public:
-    // `procs_fd`: the python_procs map.
-    explicit PythonProcs(int procs_fd) : procs_fd_(procs_fd) {}
+    // `procs_fd`: the python_procs map. Object files are read through `files`, which outlives this.
+    PythonProcs(int procs_fd, ObjectFiles& files) : procs_fd_(procs_fd), files_(files) {}
 
     // Reads pid's mappings; a process that maps a CPython runtime memtrack walks is described,
     // any other one is not (an exec into something else drops its description).
     Result<void> describe(pid_t pid);
+    // The mappings the loader added to pid (a dlopen): pid is described when they hold a CPython
+    // runtime (an embedding program's), left as it is otherwise. O(mappings added).
+    Result<void> describe_added(pid_t pid, const std::vector<Mapping>& added);
     void forget(pid_t pid);
 
 private:
+    // Describes pid by the first of `maps` that holds a CPython runtime memtrack walks; false: none.
+    Result<bool> describe_from(pid_t pid, const std::vector<Mapping>& maps);
     // _PyRuntime's vaddr in the file (dev, inode); nullopt: the file does not define it.
-    std::optional<uint64_t> runtime_vaddr(const std::string& path, uint64_t dev, uint64_t ino);
+    std::optional<uint64_t> runtime_vaddr(const std::shared_ptr<const ObjectFile>& file);
 
     int procs_fd_;
+    ObjectFiles& files_;
     std::map<std::pair<uint64_t, uint64_t>, std::optional<uint64_t>> runtime_by_file_;
 };
 
