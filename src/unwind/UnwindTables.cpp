@@ -50,6 +50,14 @@ UnwindTables::~UnwindTables() {
 std::shared_ptr<const UnwindTables::Object> UnwindTables::load(const ObjectFile& file) {
     const uint64_t t0 = monotonic_ns();
     const std::string& path = file.path();
+    // Another file of the same build (a copy, another container's): its rows are in the array
+    // already, so its table is neither built nor read from the cache (ObjectFiles read its build-id).
+    if (!file.build_id().empty()) {
+        if (auto it = by_build_id_.find(file.build_id()); it != by_build_id_.end()) {
+            ++counters_.objects_shared;
+            return it->second;
+        }
+    }
     LoadedTable loaded = load_cfi_table(file, cache_.get());
     counters_.objects_cached += loaded.from_cache;
     counters_.objects_stored += loaded.stored;
@@ -69,13 +77,6 @@ std::shared_ptr<const UnwindTables::Object> UnwindTables::load(const ObjectFile&
         return o;
     }
     o->segments = file.segments();
-    if (!table->build_id.empty()) {
-        if (auto it = by_build_id_.find(table->build_id); it != by_build_id_.end()) {
-            ++counters_.objects_shared;
-            counters_.build_ns += monotonic_ns() - t0;
-            return it->second;
-        }
-    }
     const auto& rows = table->rows;
     ++counters_.objects;
     if (rows.empty()) {
@@ -94,7 +95,7 @@ std::shared_ptr<const UnwindTables::Object> UnwindTables::load(const ObjectFile&
         used_ += uint32_t(rows.size());
         counters_.rows = used_;
     }
-    if (!table->build_id.empty()) by_build_id_.emplace(table->build_id, o);
+    if (!file.build_id().empty()) by_build_id_.emplace(file.build_id(), o);
     counters_.build_ns += monotonic_ns() - t0;
     log::info("unwind: {}: {} rows in {:.1f} ms{}", path, rows.size(), double(monotonic_ns() - t0) / 1e6,
               loaded.from_cache ? " (from the cache)" : "");

@@ -1,8 +1,9 @@
 #pragma once
 // The unwind tables the BPF stack walker follows (src/bpf/unwind.h): every object's rows in one
 // BPF array, written once per object (cached by file, then by build-id, so a second process of a
-// binary costs a lookup; built once per machine with a CfiTableCache), and each process's
-// executable mappings with their biases.
+// binary costs a lookup, and a second file of one build, its build-id read by ObjectFiles, is
+// neither built nor read from the cache; built once per machine with a CfiTableCache), and each
+// process's executable mappings with their biases.
 // Not an actor: ProcessLinks calls it on its strand while the process is held for new code, so
 // a process never runs code whose tables are missing.
 #include <sys/types.h>
