@@ -67,7 +67,9 @@ class BpfSession {
 public:
     // Throws FatalError with a one-line reason: a required kernel feature missing (KernelFeatures),
     // the program the verifier refused and its last words, or libbpf's own message.
-    static std::unique_ptr<BpfSession> open_and_load(const BpfConfig& cfg);
+    // `files`: the run's one reading of each object file, shared with the stages outside the
+    // session (the symbolizer); not null.
+    static std::unique_ptr<BpfSession> open_and_load(const BpfConfig& cfg, std::shared_ptr<ObjectFiles> files);
     ~BpfSession();
     BpfSession(const BpfSession&) = delete;
     BpfSession& operator=(const BpfSession&) = delete;
@@ -85,7 +87,7 @@ public:
     ProbedObject object_probes(const MappedObject& object);
     // Every object file the run reads, each read once: the probe sites above, the unwind tables
     // and the Python runtimes take them from here (thread-safe).
-    ObjectFiles& object_files() { return files_; }
+    ObjectFiles& object_files() { return *files_; }
     // One object's links filtered to `pid` (0: every process mapping it).
     Result<std::vector<UprobeMultiLink>> attach_object(pid_t pid, const ProbedObject& o) const;
     // The shared links (every process that maps the object traps; the programs record the
@@ -129,7 +131,7 @@ public:
     void detach();
 
 private:
-    explicit BpfSession(const BpfConfig& cfg) : cfg_(cfg) {}
+    BpfSession(const BpfConfig& cfg, std::shared_ptr<ObjectFiles> files) : cfg_(cfg), files_(std::move(files)) {}
     struct SkeletonDeleter {
         void operator()(memtrack_bpf* skel) const;
     };
@@ -141,7 +143,7 @@ private:
     std::vector<UprobeMultiLink> uprobe_links_;
     std::set<std::pair<uint64_t, uint64_t>> shared_objects_;  // (dev, ino) with shared links
     std::vector<ProbedObject> startup_;
-    ObjectFiles files_;                    // object_files()
+    std::shared_ptr<ObjectFiles> files_;   // object_files(); never null
     std::optional<ProbeSiteCache> sites_;  // from the configuration, at open_and_load
     std::optional<BpfCounters> counters_;  // once loaded
     KernelFeatures features_;

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include "probes/AllocatorProbes.hpp"
 #include "probes/ElfSymbols.hpp"
 #include "probes/ProbeSiteCache.hpp"
+#include "symbols/Resolver.hpp"
 #include "symbols/ElfFile.hpp"
 #include "symbols/ObjectFiles.hpp"
 #include "unwind/CfiTableCache.hpp"
@@ -124,4 +126,43 @@ TEST_CASE("object files: an unreadable file is tried once; a closed handle is re
     CHECK(files.counters().reopened == 0);
     CHECK((*first)->handles());
     CHECK(files.counters().reopened == 1);
+}
+
+TEST_CASE("object files: the symbolizer opens one copy of a build, and names each copy's frames") {
+    const std::string lib = fixture_lib();
+    auto fn = ElfSymbols::load(lib, {"cfi_rbp_frame"});
+    REQUIRE_MESSAGE(fn, fn.error().message());
+    auto sym = fn->find("cfi_rbp_frame");
+    REQUIRE(sym);
+    const std::string dir = std::filesystem::temp_directory_path() / ("memtrack-objsym-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    std::string text;
+    std::vector<uint64_t> ips;
+    for (int i = 0; i < 2; ++i) {
+        const std::string copy = dir + "/libcopy" + std::to_string(i) + ".so";
+        std::filesystem::copy_file(lib, copy, std::filesystem::copy_options::overwrite_existing);
+        const struct stat st = stat_of(copy);
+        // Its code mapped from the page of the function's file offset, 1 MiB apart.
+        const uint64_t start = 0x7f0000000000 + uint64_t(i) * 0x100000, offset = sym->file_offset & ~uint64_t(0xfff);
+        text += fmt::format("{:x}-{:x} r-xp {:08x} {:02x}:{:02x} {} {}\n", start, start + 0x10000, offset,
+                            major(st.st_dev), minor(st.st_dev), uint64_t(st.st_ino), copy);
+        ips.push_back(start + (sym->file_offset - offset) + 1);  // a return address just past its entry
+    }
+    const ProcessMaps maps = ProcessMaps::parse(text);
+    for (bool shared : {false, true}) {
+        CAPTURE(shared);
+        auto files = std::make_shared<ObjectFiles>();
+        Resolver resolver;
+        if (shared) resolver.share_files(files);
+        for (size_t i = 0; i < ips.size(); ++i) {
+            const std::vector<Frame> frames = resolver.resolve(maps, ips[i]);
+            REQUIRE(!frames.empty());
+            CHECK(frames.back().function == "cfi_rbp_frame");
+            CHECK(frames.back().module == dir + "/libcopy" + std::to_string(i) + ".so");
+        }
+        // One module either way; without the run's reading, the second copy is opened to learn it.
+        CHECK(resolver.modules_loaded() == 1);
+        CHECK(resolver.files_opened() == (shared ? 1 : 2));
+    }
+    std::filesystem::remove_all(dir);
 }
