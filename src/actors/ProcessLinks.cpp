@@ -59,7 +59,7 @@ ProcessLinks::ProcessLinks(asio::io_context& io, BpfSession& bpf, ProcessHolds& 
       holds_(holds),
       unwind_(unwind),
       added_(added),
-      python_(bpf.python_procs_fd(), python_code),
+      python_(bpf.python_procs_fd(), bpf.object_files(), python_code),
       spawns_(open_spawns(bpf.spawns_ring_fd(), &ProcessLinks::on_spawn_record, this), ring_buffer__free),
       spawns_watch_(strand_, ::dup(ring_buffer__epoll_fd(spawns_.get()))),
       backstop_(strand_) {}
@@ -322,7 +322,9 @@ Result<std::vector<ProbedObject>> ProcessLinks::new_code_objects(pid_t pid, uint
                 if (auto o = examine(a.object, st)) out.push_back(std::move(*o));
                 code.insert(code.end(), a.code.begin(), a.code.end());
             }
-            if (!code.empty()) describe_python(pid);
+            // Only what was added: a read of all of pid's mappings at each hook made N dlopens O(N^2).
+            if (auto r = python_.describe_added(pid, code); !r && r.error().err != ESRCH && r.error().err != ENOENT)
+                log::error("python runtime of process {}: {}", pid, r.error().message());
             if (unwind_ && !code.empty()) {
                 if (auto r = unwind_->describe_added(pid, code); !r && r.error().err != ESRCH && r.error().err != ENOENT)
                     log::error("unwind tables for process {}: {}", pid, r.error().message());

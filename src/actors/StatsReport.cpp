@@ -200,6 +200,10 @@ boost::json::object stats_json(const RunCounters& c) {
         {"processes_without_allocator", links.processes_without_allocator.get()},
         {"code_objects_examined", links.code_objects_examined.get()},
         {"code_full_scans", links.code_full_scans.get()},
+        {"object_files_parsed", c.objects.parsed},
+        {"object_files_lookups", c.objects.lookups},
+        {"object_files_failed", c.objects.failed},
+        {"object_files_reopened", c.objects.reopened},
     };
     boost::json::object kinds;
     for (size_t i = 0; i < kAllocatorKinds; ++i) kinds[kind_name(AllocatorKind(i))] = links.objects_by_kind[i].get();

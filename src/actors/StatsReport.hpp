@@ -10,6 +10,7 @@
 #include "actors/ActorCounters.hpp"
 #include "probes/BpfSession.hpp"
 #include "process/ProcessHolds.hpp"
+#include "symbols/ObjectFiles.hpp"
 #include "unwind/UnwindCounters.hpp"
 
 namespace memtrack {
@@ -65,6 +66,7 @@ struct RunCounters {
     PauseCounters pauses;
     KernelCounters kernel;
     UnwindCounters unwind;  // user space's and BPF's; zeros without CFI tables
+    ObjectFileCounters objects;  // BpfSession's ObjectFiles: every stage's reading of object files
     ShutdownCounters shutdown;
 };
 

@@ -24,7 +24,7 @@ int run_doctor() {
     fmt::print("minimum kernel: {}\n", KernelFeatures::kMinimumKernel);
     std::fflush(stdout);
     // The real test: the verifier of this kernel takes every program (throws the reason if not).
-    BpfSession::open_and_load(bpf_config(TrackOptions{}));
+    BpfSession::open_and_load(bpf_config(TrackOptions{}), std::make_shared<ObjectFiles>());
     fmt::print("BPF programs: loaded\n");
     return 0;
 }

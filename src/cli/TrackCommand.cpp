@@ -143,15 +143,18 @@ int run_track(const TrackOptions& opt_in) {
     if (!opt.debuginfod) ::unsetenv("DEBUGINFOD_URLS");
     // Symbols for the files stacks will almost surely name, loaded beside the BPF load below.
     // After the fork: the child must not inherit a lock the loading thread holds.
+    // Every object file the run reads, read once: by the probes, the unwind tables and the symbolizer.
+    auto files = std::make_shared<ObjectFiles>();
     std::unique_ptr<Resolver> resolver;
     if (!opt.no_stacks) {
         resolver = std::make_unique<Resolver>();
+        resolver->share_files(files);
         resolver->preload(likely_modules(opt, argv[0]));
     }
     std::unique_ptr<BpfSession> bpf;
     const uint64_t t0 = monotonic_ns();
     try {
-        bpf = BpfSession::open_and_load(bpf_config(opt));
+        bpf = BpfSession::open_and_load(bpf_config(opt), files);
         log::info("loaded at {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
         if (auto armed = guard.arm(bpf->holds_map_fd(), bpf->held_map_fd(), bpf->hold_words()); !armed)
             throw FatalError("stop guard: " + armed.error().message());

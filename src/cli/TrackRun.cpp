@@ -74,7 +74,7 @@ public:
         drains_.emplace(io_, std::move(lanes));
         if (stacks_file && bpf_.unwind_rows_capacity())
             unwind_ = value_or_throw(UnwindTables::open({bpf_.unwind_rows_fd(), bpf_.unwind_procs_fd(), bpf_.unwind_rows_capacity()},
-                                                       std::move(unwind_cache)));
+                                                       std::move(unwind_cache), bpf_.object_files()));
         links_.emplace(io_, bpf_, holds_, unwind_.get(), stacks_ ? &added_code_ : nullptr,
                        stacks_ ? &stacks_->sink().python_code() : nullptr);
         if (auto r = links_->attach_now(child.pid()); !r) throw FatalError("BPF attach failed: " + r.error().message());
@@ -232,6 +232,7 @@ private:
         c.pauses = holds_.pause_counters();
         c.kernel = read_kernel_counters(bpf_);
         c.unwind = read_unwind_counters(unwind_.get(), bpf_);
+        c.objects = bpf_.object_files().counters();
         c.shutdown = shutdown_counters_;
         return stats_json(c);
     }

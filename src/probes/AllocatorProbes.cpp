@@ -23,7 +23,14 @@ std::string ObjectProbes::kinds_text() const {
 }
 
 Result<ObjectProbes> resolve_object_probes(const std::string& path, bool place) {
-    auto elf = ElfSymbols::load(path, catalog_symbol_names());
+    auto file = ObjectFile::open(path);
+    if (!file) return file.error();
+    return resolve_object_probes(std::move(file).value(), place);
+}
+
+Result<ObjectProbes> resolve_object_probes(std::shared_ptr<const ObjectFile> file, bool place) {
+    const std::string path = file->path();
+    auto elf = ElfSymbols::load(std::move(file), catalog_symbol_names());
     if (!elf) return elf.error();
     ObjectProbes out;
     out.path = path;

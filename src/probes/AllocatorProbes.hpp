@@ -2,6 +2,7 @@
 // The probe sites of one ELF object: which allocator entry points it defines (AllocatorCatalog),
 // where each probe sits (ProbePlacement), and the uprobe_multi specs that hold them.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "core/Result.hpp"
 #include "probes/AllocatorCatalog.hpp"
 #include "probes/UprobeMultiLink.hpp"
+#include "symbols/ObjectFiles.hpp"
 
 namespace memtrack {
 
@@ -26,8 +28,10 @@ struct ObjectProbes {
     std::string kinds_text() const;    // "glibc, loader"; "none"
 };
 
-// Resolves every catalog function the ELF file at `path` defines. With `place`, each probe sits
+// Resolves every catalog function the object file defines. With `place`, each probe sits
 // where ProbePlacement proves it cheaper; otherwise at the entry. Logs (with -v) what it found.
+Result<ObjectProbes> resolve_object_probes(std::shared_ptr<const ObjectFile> file, bool place);
+// The same for the file at `path`, read on its own (tests).
 Result<ObjectProbes> resolve_object_probes(const std::string& path, bool place);
 
 // Paths of the C library and the C++ runtime as this process maps them (memtrack links both).

@@ -35,12 +35,12 @@ uint32_t hold_words_for_pid_max() {
 
 }  // namespace
 
-std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg) {
+std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg, std::shared_ptr<ObjectFiles> files) {
     capture_libbpf_log();
     // The configuration was checked with the other options, before anything was created
     // (check_options in TrackCommand.cpp).
-    std::unique_ptr<BpfSession> s(new BpfSession(cfg));
-    s->sites_.emplace(cfg.place_probes);
+    std::unique_ptr<BpfSession> s(new BpfSession(cfg, std::move(files)));
+    s->sites_.emplace(cfg.place_probes, *s->files_);
     s->features_ = KernelFeatures::probe();
     if (const KernelFeature* f = s->features_.missing())
         throw FatalError(fmt::format("this kernel ({}) lacks {} (Linux {}+): memtrack needs Linux {} or later",

@@ -3,7 +3,8 @@
 // Lifecycle as libbpf-tools does it: open, configure (rodata, ring size), load, attach.
 // Apart: libbpf's log (LibbpfLog), the privilege check (BpfPrivileges), the counters' reads
 // (BpfCounters), link closing (LinkCloser), the probe sites of each file (ProbeSiteCache), the
-// shared links' registry (SharedLinks), the `tracked` map's writes (TrackedProcesses).
+// shared links' registry (SharedLinks), the `tracked` map's writes (TrackedProcesses), and the
+// run's one reading of each object file (ObjectFiles), which every stage shares.
 #include <sys/types.h>
 
 #include <atomic>
@@ -24,6 +25,7 @@
 #include "probes/SharedLinks.hpp"
 #include "probes/TrackedProcesses.hpp"
 #include "symbols/MappedObjects.hpp"
+#include "symbols/ObjectFiles.hpp"
 #include "probes/UprobeMultiLink.hpp"
 
 struct memtrack_bpf;
@@ -67,7 +69,9 @@ class BpfSession {
 public:
     // Throws FatalError with a one-line reason: a required kernel feature missing (KernelFeatures),
     // the program the verifier refused and its last words, or libbpf's own message.
-    static std::unique_ptr<BpfSession> open_and_load(const BpfConfig& cfg);
+    // `files`: the run's one reading of each object file, shared with the stages outside the
+    // session (the symbolizer); not null.
+    static std::unique_ptr<BpfSession> open_and_load(const BpfConfig& cfg, std::shared_ptr<ObjectFiles> files);
     ~BpfSession();
     BpfSession(const BpfSession&) = delete;
     BpfSession& operator=(const BpfSession&) = delete;
@@ -83,6 +87,9 @@ public:
     // An object's probe sites, resolved once per file (device, inode) for every process; an
     // object that cannot be read has none (the error is logged once).
     ProbedObject object_probes(const MappedObject& object);
+    // Every object file the run reads, each read once: the probe sites above, the unwind tables
+    // and the Python runtimes take them from here (thread-safe).
+    ObjectFiles& object_files() { return *files_; }
     // One object's links filtered to `pid` (0: every process mapping it).
     Result<std::vector<UprobeMultiLink>> attach_object(pid_t pid, const ProbedObject& o) const;
     // The links every process mapping an object traps on (SharedLinks); closed by detach().
@@ -123,7 +130,7 @@ public:
     void detach();
 
 private:
-    explicit BpfSession(const BpfConfig& cfg) : cfg_(cfg) {}
+    BpfSession(const BpfConfig& cfg, std::shared_ptr<ObjectFiles> files) : cfg_(cfg), files_(std::move(files)) {}
     struct SkeletonDeleter {
         void operator()(memtrack_bpf* skel) const;
     };
@@ -134,6 +141,7 @@ private:
     std::optional<SharedLinks> shared_;  // once loaded
     std::optional<TrackedProcesses> tracked_;  // once loaded
     std::vector<ProbedObject> startup_;
+    std::shared_ptr<ObjectFiles> files_;   // object_files(); never null
     std::optional<ProbeSiteCache> sites_;  // from the configuration, at open_and_load
     std::optional<BpfCounters> counters_;  // once loaded
     KernelFeatures features_;

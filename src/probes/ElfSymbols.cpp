@@ -1,11 +1,9 @@
 #include "probes/ElfSymbols.hpp"
 
-#include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <unistd.h>
 
-#include "core/Fd.hpp"
 #include "symbols/ElfFile.hpp"
 
 namespace memtrack {
@@ -55,27 +53,29 @@ void add_functions(Elf* elf, const std::vector<LoadSegment>& segments,
 }  // namespace
 
 Result<ElfSymbols> ElfSymbols::load(const std::string& path, const std::vector<std::string>& wanted) {
-    auto file = open_elf(path, ELF_C_READ);
+    auto file = ObjectFile::open(path);
     if (!file) return file.error();
-    Elf* elf = file->elf.get();
-    auto all = load_segments(elf, path);
-    if (!all) return all.error();
+    return load(std::move(file).value(), wanted);
+}
+
+Result<ElfSymbols> ElfSymbols::load(std::shared_ptr<const ObjectFile> file, const std::vector<std::string>& wanted) {
+    auto open = file->handles();
+    if (!open) return open.error();
     std::vector<LoadSegment> segments;
-    for (const LoadSegment& seg : *all)
+    for (const LoadSegment& seg : file->segments())
         if (seg.executable) segments.push_back(seg);
 
     ElfSymbols out;
-    out.path_ = path;
+    out.path_ = file->path();
     const std::unordered_set<std::string_view> want(wanted.begin(), wanted.end());
-    add_functions(elf, segments, want, false, out.functions_, out.objects_);
+    add_functions((*open)->file.elf.get(), segments, want, false, out.functions_, out.objects_);
     // Local symbols of a stripped file (glibc's internal functions) come from its separate debug
     // file, found by build-id as libdwfl finds it; the code stays the file's own.
-    if (const std::string debug = debug_file_path(gnu_build_id(elf)); !debug.empty()) {
-        if (auto dfile = open_elf(debug, ELF_C_READ)) {
-            add_functions(dfile->elf.get(), segments, want, true, out.functions_, out.objects_);
-            out.debug_path_ = debug;
-        }
+    if ((*open)->debug) {
+        add_functions((*open)->debug->elf.get(), segments, want, true, out.functions_, out.objects_);
+        out.debug_path_ = (*open)->debug_path;
     }
+    out.file_ = std::move(file);
     return out;
 }
 
@@ -92,11 +92,11 @@ std::optional<uint64_t> ElfSymbols::object_vaddr(std::string_view name) const {
 }
 
 Result<std::vector<uint8_t>> ElfSymbols::code(const FunctionSymbol& fn, size_t max) const {
-    Fd fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) return errno_error("open", path_);
+    auto open = file_->handles();
+    if (!open) return open.error();
     const size_t want = fn.size ? std::min<size_t>(fn.size, max) : max;
     std::vector<uint8_t> bytes(want);
-    const ssize_t n = ::pread(fd.get(), bytes.data(), want, off_t(fn.file_offset));
+    const ssize_t n = ::pread((*open)->file.fd.get(), bytes.data(), want, off_t(fn.file_offset));
     if (n < 0) return errno_error("pread", path_);
     bytes.resize(size_t(n));
     return bytes;

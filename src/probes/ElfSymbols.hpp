@@ -1,6 +1,7 @@
 #pragma once
 // Function symbols of one ELF file, with the file offsets uprobes are attached at.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "core/Result.hpp"
+#include "symbols/ObjectFiles.hpp"
 
 namespace memtrack {
 
@@ -22,7 +24,10 @@ class ElfSymbols {
 public:
     // Keeps only the functions named in `wanted` (all of them when empty): memtrack's own
     // allocations trap on probes attached before, so start-up does as few as it can. Reads
-    // .dynsym and .symtab, and the .symtab of the separate debug file found by build-id.
+    // .dynsym and .symtab, and the .symtab of the separate debug file found by build-id, through
+    // the file's handles (ObjectFiles: no file is opened here).
+    static Result<ElfSymbols> load(std::shared_ptr<const ObjectFile> file, const std::vector<std::string>& wanted = {});
+    // The same for a file read on its own (ObjectFile::open): tests and tools.
     static Result<ElfSymbols> load(const std::string& path, const std::vector<std::string>& wanted = {});
 
     std::optional<FunctionSymbol> find(std::string_view name) const;
@@ -31,10 +36,11 @@ public:
     bool has(std::string_view name) const { return functions_.count(std::string(name)) != 0; }
     const std::string& path() const { return path_; }
     const std::string& debug_path() const { return debug_path_; }  // empty: none read
-    // Up to `max` bytes of code starting at a function's entry, read from the file.
+    // Up to `max` bytes of code starting at a function's entry, read from the file's descriptor.
     Result<std::vector<uint8_t>> code(const FunctionSymbol& fn, size_t max) const;
 
 private:
+    std::shared_ptr<const ObjectFile> file_;
     std::string path_;
     std::string debug_path_;
     std::unordered_map<std::string, FunctionSymbol> functions_;

@@ -1,6 +1,7 @@
 #pragma once
 // The probe sites of each object file, resolved once per file (device, inode) for every
-// process that maps it; thread-safe. An object that cannot be read has none (logged once).
+// process that maps it, from the file as ObjectFiles read it; thread-safe. An object that cannot
+// be read has none (logged once).
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -9,6 +10,7 @@
 
 #include "probes/AllocatorProbes.hpp"
 #include "symbols/MappedObjects.hpp"
+#include "symbols/ObjectFiles.hpp"
 
 namespace memtrack {
 
@@ -20,12 +22,13 @@ struct ProbedObject {
 
 class ProbeSiteCache {
 public:
-    // place: ProbePlacement; off, every probe at its function's entry.
-    explicit ProbeSiteCache(bool place) : place_(place) {}
+    // place: ProbePlacement; off, every probe at its function's entry. `files` outlives this.
+    ProbeSiteCache(bool place, ObjectFiles& files) : place_(place), files_(files) {}
     ProbedObject get(const MappedObject& object);
 
 private:
     bool place_;
+    ObjectFiles& files_;
     std::mutex mu_;  // guards sites_
     std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<const ObjectProbes>> sites_;
 };

@@ -15,13 +15,13 @@
 
 namespace memtrack {
 
-const PythonProcs::RuntimeFile& PythonProcs::runtime_file(const std::string& path, uint64_t dev, uint64_t ino) {
-    auto [it, fresh] = runtime_by_file_.try_emplace({dev, ino});
+const PythonProcs::RuntimeFile& PythonProcs::runtime_file(const std::shared_ptr<const ObjectFile>& file) {
+    auto [it, fresh] = runtime_by_file_.try_emplace({uint64_t(file->stat().st_dev), uint64_t(file->stat().st_ino)});
     RuntimeFile& f = it->second;
     if (!fresh) return f;
-    auto elf = ElfSymbols::load(path, {"_PyRuntime", "_Py_trampoline_func_start", "_Py_trampoline_func_end"});
+    auto elf = ElfSymbols::load(file, {"_PyRuntime", "_Py_trampoline_func_start", "_Py_trampoline_func_end"});
     if (!elf) {
-        log::info("python: {}: {}", path, elf.error().message());
+        log::info("python: {}: {}", file->path(), elf.error().message());
         return f;
     }
     f.runtime = elf->object_vaddr("_PyRuntime");
@@ -31,9 +31,9 @@ const PythonProcs::RuntimeFile& PythonProcs::runtime_file(const std::string& pat
     if (start && end && end->vaddr > start->vaddr) {
         start->size = end->vaddr - start->vaddr;
         auto code = elf->code(*start, 64);
-        if (!code) log::info("python: {}: {}", path, code.error().message());
+        if (!code) log::info("python: {}: {}", file->path(), code.error().message());
         else if (!python_trampoline_rule(code->data(), code->size(), f.trampoline))
-            log::info("python: {}: a perf trampoline memtrack does not know: stacks stop at its frames", path);
+            log::info("python: {}: a perf trampoline memtrack does not know: stacks stop at its frames", file->path());
     }
     return f;
 }
@@ -41,19 +41,33 @@ const PythonProcs::RuntimeFile& PythonProcs::runtime_file(const std::string& pat
 Result<void> PythonProcs::describe(pid_t pid) {
     auto maps = ProcessMaps::read(pid);
     if (!maps) return maps.error();
-    for (const Mapping& m : maps->mappings()) {
+    auto found = describe_from(pid, maps->mappings());
+    if (!found) return found.error();
+    if (!*found) forget(pid);
+    return {};
+}
+
+Result<void> PythonProcs::describe_added(pid_t pid, const std::vector<Mapping>& added) {
+    auto found = describe_from(pid, added);
+    if (!found) return found.error();
+    return {};
+}
+
+Result<bool> PythonProcs::describe_from(pid_t pid, const std::vector<Mapping>& maps) {
+    for (const Mapping& m : maps) {
         if (!m.executable || m.anonymous()) continue;
         const auto minor = python_minor_from_path(m.path);
         const PythonLayout* layout = minor ? python_layout(*minor) : nullptr;
         if (!layout) continue;
-        const RuntimeFile& rf = runtime_file(m.path, m.dev, m.inode);
+        auto file = files_.get(pid, m.path, m.dev, m.inode);
+        if (!file) {
+            log::info("python: {}: {}", m.path, file.error().message());
+            continue;
+        }
+        const RuntimeFile& rf = runtime_file(*file);
         const auto vaddr = rf.runtime;
         if (!vaddr) continue;
-        auto file = open_elf(m.path);
-        if (!file) return file.error();
-        auto segments = load_segments(file->elf.get(), m.path);
-        if (!segments) return segments.error();
-        const auto bias = mapping_bias(*segments, m.start, m.offset);
+        const auto bias = mapping_bias((*file)->segments(), m.start, m.offset);
         if (!bias) continue;
         const uint64_t runtime = *vaddr + *bias;
         // The interpreter's own offsets where it publishes them (3.13+), else the table's.
@@ -76,10 +90,9 @@ Result<void> PythonProcs::describe(pid_t pid) {
         if (::bpf_map_update_elem(procs_fd_, &key, &p, BPF_ANY) != 0) return errno_error("bpf_map_update_elem", "python_procs");
         log::info("python: process {} runs CPython 3.{} ({}), _PyRuntime at {:#x}, offsets from {}", pid, layout->minor,
                   m.path, p.runtime, published ? "its _Py_DebugOffsets" : "memtrack's table");
-        return {};
+        return true;
     }
-    forget(pid);
-    return {};
+    return false;
 }
 
 void PythonProcs::forget(pid_t pid) {

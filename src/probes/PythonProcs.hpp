@@ -13,6 +13,8 @@
 
 #include "bpf/python.h"
 #include "core/Result.hpp"
+#include "symbols/ObjectFiles.hpp"
+#include "symbols/ProcessMaps.hpp"
 
 namespace memtrack {
 
@@ -20,12 +22,17 @@ class PythonCode;
 
 class PythonProcs {
 public:
-    // `procs_fd`: the python_procs map. `code`: told the layouts runtimes publish (null: none).
-    explicit PythonProcs(int procs_fd, PythonCode* code = nullptr) : procs_fd_(procs_fd), code_(code) {}
+    // `procs_fd`: the python_procs map. Object files are read through `files`, which outlives
+    // this. `code`: told the layouts runtimes publish (null: none).
+    PythonProcs(int procs_fd, ObjectFiles& files, PythonCode* code = nullptr)
+        : procs_fd_(procs_fd), files_(files), code_(code) {}
 
     // Reads pid's mappings; a process that maps a CPython runtime memtrack walks is described,
     // any other one is not (an exec into something else drops its description).
     Result<void> describe(pid_t pid);
+    // The mappings the loader added to pid (a dlopen): pid is described when they hold a CPython
+    // runtime (an embedding program's), left as it is otherwise. O(mappings added).
+    Result<void> describe_added(pid_t pid, const std::vector<Mapping>& added);
     void forget(pid_t pid);
 
 private:
@@ -35,10 +42,13 @@ private:
         std::optional<uint64_t> runtime;
         mt_python_proc trampoline{};
     };
-    // The file (dev, inode) at `path`, read once.
-    const RuntimeFile& runtime_file(const std::string& path, uint64_t dev, uint64_t ino);
+    // Describes pid by the first of `maps` that holds a CPython runtime memtrack walks; false: none.
+    Result<bool> describe_from(pid_t pid, const std::vector<Mapping>& maps);
+    // The runtime file (dev, inode), read once.
+    const RuntimeFile& runtime_file(const std::shared_ptr<const ObjectFile>& file);
 
     int procs_fd_;
+    ObjectFiles& files_;
     PythonCode* code_;
     std::map<std::pair<uint64_t, uint64_t>, RuntimeFile> runtime_by_file_;
 };

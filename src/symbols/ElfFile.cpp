@@ -3,11 +3,20 @@
 #include <elfutils/libdwelf.h>
 #include <fcntl.h>
 
+#include <atomic>
+
 #include <fmt/format.h>
 
 namespace memtrack {
 
+namespace {
+std::atomic<uint64_t> opened{0};
+}  // namespace
+
+uint64_t open_elf_calls() { return opened.load(std::memory_order_relaxed); }
+
 Result<ElfFile> open_elf(const std::string& path, Elf_Cmd cmd) {
+    opened.fetch_add(1, std::memory_order_relaxed);
     if (elf_version(EV_CURRENT) == EV_NONE) return Error{"elf_version", path, 0, elf_errmsg(-1)};
     ElfFile f;
     f.fd = Fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));

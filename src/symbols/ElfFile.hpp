@@ -29,6 +29,8 @@ struct ElfFile {
 
 // Opens `path` as an ELF file (not an archive); ELF_C_READ_MMAP reads sections without copying.
 Result<ElfFile> open_elf(const std::string& path, Elf_Cmd cmd = ELF_C_READ_MMAP);
+// How many files open_elf opened in this process: what a test reads to prove a file is read once.
+uint64_t open_elf_calls();
 
 struct LoadSegment {
     uint64_t vaddr = 0;   // p_vaddr

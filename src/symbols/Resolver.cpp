@@ -31,8 +31,10 @@ struct Resolver::Impl {
     std::unordered_map<int, PerfMap> perf_maps;
     uint64_t jit_frames = 0;
     uint64_t load_ns = 0;
+    uint64_t files_opened = 0;
     // Destroyed before the modules, which its thread may still be building.
     std::unique_ptr<Preloader> preloader;
+    std::shared_ptr<ObjectFiles> files;  // share_files(); null: every new file is opened here
 
     ~Impl() {
         if (preloader) preloader->stop();
@@ -64,8 +66,20 @@ Module* Resolver::Impl::module_for(int pid, const Mapping& m) {
         for (Preloader::Done& d : preloader->take(key)) add(std::move(d.file_key), std::move(d.loaded));
         if (auto it = by_file.find(key); it != by_file.end()) return it->second;
     }
+    // A file of a build already loaded, as the run's reading of it says (ObjectFiles: the
+    // probe and unwind stages read it when its process was held for it).
+    if (files && m.path != "[vdso]" && !m.path.ends_with(" (deleted)")) {
+        if (auto f = files->get(pid, m.path, m.dev, m.inode); f && !(*f)->build_id().empty()) {
+            if (auto it = modules.find(module_identity((*f)->build_id(), (*f)->path(), (*f)->stat()));
+                it != modules.end()) {
+                by_file.emplace(std::move(key), it->second.get());
+                return it->second.get();
+            }
+        }
+    }
     // The vDSO is x86_64's one image per kernel, like the rest of memtrack assumes.
     const uint64_t t0 = monotonic_ns();
+    if (m.path != "[vdso]") ++files_opened;
     Result<LoadedModule> loaded = m.path == "[vdso]" ? load_vdso() : load_module_file(pid, m);
     if (loaded) loaded->module->index_symbols();
     const uint64_t ns = monotonic_ns() - t0;
@@ -170,10 +184,13 @@ void Resolver::stop_preloading() {
     if (impl_->preloader) impl_->preloader->stop();
 }
 
+void Resolver::share_files(std::shared_ptr<ObjectFiles> files) { impl_->files = std::move(files); }
+
 uint64_t Resolver::cache_hits() const { return impl_->cache.hits(); }
 uint64_t Resolver::cache_misses() const { return impl_->cache.misses(); }
 uint64_t Resolver::jit_frames() const { return impl_->jit_frames; }
 uint64_t Resolver::modules_loaded() const { return impl_->modules.size(); }
 uint64_t Resolver::module_load_ns() const { return impl_->load_ns; }
+uint64_t Resolver::files_opened() const { return impl_->files_opened; }
 
 }  // namespace memtrack

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "format/StacksFile.hpp"  // Frame
+#include "symbols/ObjectFiles.hpp"
 #include "symbols/ProcessMaps.hpp"
 
 namespace memtrack {
@@ -47,6 +48,10 @@ public:
     // No more stacks will come: skips the files not started, finishes the one loading (at normal
     // priority) and joins the thread. Idempotent; the destructor calls it.
     void stop_preloading();
+    // The run's one reading of each object file (ObjectFiles, shared with the probe and unwind
+    // stages): a file whose build-id is that of a module loaded already (a copy, another path of
+    // it) is given that module without being opened by libdwfl again. Before the first resolve().
+    void share_files(std::shared_ptr<ObjectFiles> files);
 
     // Lookups answered from, and added to, the per-module address cache.
     uint64_t cache_hits() const;
@@ -55,6 +60,9 @@ public:
     uint64_t jit_frames() const;
     // Module files opened with libdwfl so far (one per distinct build-id, or per file without one).
     uint64_t modules_loaded() const;
+    // Files opened with libdwfl on the caller's thread (a copy of a build loaded already is not,
+    // with share_files()).
+    uint64_t files_opened() const;
     // Time spent loading and indexing modules on the caller's thread (not the preload thread's).
     uint64_t module_load_ns() const;
 

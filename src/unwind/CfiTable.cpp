@@ -50,27 +50,31 @@ Section find_section(Elf* elf, const char* name) {
 
 // .debug_frame as libdw reads it: through a Dwarf of the file that holds the section.
 struct DebugFrame {
-    ElfFile file;  // the separate debug file, when it is not the object itself
+    ElfPtr own;  // a reader thread's own handle of the separate debug file, when it reads that
     std::unique_ptr<Dwarf, DwarfCloser> dwarf;
     Dwarf_CFI* cfi = nullptr;  // owned by `dwarf`
     FdeList fdes;
     std::string path;
 };
 
-std::optional<DebugFrame> open_debug_frame(Elf* elf, const std::string& path, const std::string& build_id) {
+// `elf`: the object's handle the caller reads. Without .debug_frame there, the separate debug
+// file's (opened with the object, ObjectFiles); `own`: through a handle of the reader's own
+// (libelf's and libdw's caches are not shared between threads), over the same descriptor.
+std::optional<DebugFrame> open_debug_frame(Elf* elf, const std::string& path, const OpenObject& open, bool own) {
     DebugFrame d;
     Elf* holder = elf;
     Section sec = find_section(elf, ".debug_frame");
     if (!sec.data) {
-        const std::string debug = debug_file_path(build_id);
-        if (debug.empty()) return std::nullopt;
-        auto file = open_elf(debug);
-        if (!file) return std::nullopt;
-        sec = find_section(file->elf.get(), ".debug_frame");
+        if (!open.debug) return std::nullopt;
+        holder = open.debug->elf.get();
+        if (own) {
+            d.own.reset(elf_begin(open.debug->fd.get(), ELF_C_READ_MMAP, nullptr));
+            if (!d.own) return std::nullopt;
+            holder = d.own.get();
+        }
+        sec = find_section(holder, ".debug_frame");
         if (!sec.data) return std::nullopt;
-        d.file = std::move(file).value();
-        holder = d.file.elf.get();
-        d.path = debug;
+        d.path = open.debug_path;
     } else {
         d.path = path;
     }
@@ -181,20 +185,25 @@ std::optional<uint64_t> CfiTable::bias(uint64_t start, uint64_t offset) const {
 }
 
 Result<CfiTable> build_cfi_table(const std::string& path, size_t two_threads_from) {
-    const uint64_t t0 = monotonic_ns();
-    auto file = open_elf(path);
+    auto file = ObjectFile::open(path);
     if (!file) return file.error();
-    Elf* elf = file->elf.get();
+    return build_cfi_table(**file, two_threads_from);
+}
+
+Result<CfiTable> build_cfi_table(const ObjectFile& file, size_t two_threads_from) {
+    const uint64_t t0 = monotonic_ns();
+    const std::string& path = file.path();
+    auto open = file.handles();
+    if (!open) return open.error();
+    Elf* elf = (*open)->file.elf.get();
     GElf_Ehdr eh;
     if (!gelf_getehdr(elf, &eh)) return Error{"read ELF header", path, 0, elf_errmsg(-1)};
     if (eh.e_machine != EM_X86_64 || eh.e_ident[EI_CLASS] != ELFCLASS64)
         return Error{"build unwind table", path, 0, "not an x86-64 ELF64 object"};
 
     CfiTable table;
-    table.build_id = gnu_build_id(elf);
-    auto segments = load_segments(elf, path);
-    if (!segments) return segments.error();
-    table.segments = std::move(segments).value();
+    table.build_id = file.build_id();
+    table.segments = file.segments();
     CfiCounts& counts = table.counts;
 
     // libdw finds .eh_frame through PT_GNU_EH_FRAME and uses .eh_frame_hdr's sorted table for
@@ -208,7 +217,7 @@ Result<CfiTable> build_cfi_table(const std::string& path, size_t two_threads_fro
         else
             eh_fdes.truncated = true;  // libdw cannot read the section it has
     }
-    std::optional<DebugFrame> debug = open_debug_frame(elf, path, table.build_id);
+    std::optional<DebugFrame> debug = open_debug_frame(elf, path, **open, false);
     counts.undecodable_fdes = eh_fdes.undecodable + (debug ? debug->fdes.undecodable : 0);
     counts.truncated_cfi = eh_fdes.truncated || (debug && debug->fdes.truncated);
 
@@ -245,16 +254,16 @@ Result<CfiTable> build_cfi_table(const std::string& path, size_t two_threads_fro
     size_t split = all.size() >= two_threads_from ? all.size() / 2 : all.size();
     uint64_t split_covered = 0;
     for (size_t i = 0; i < split; ++i) split_covered = std::max(split_covered, all[i].hi);
-    // The second thread's own handles of the file; without them, one thread reads it all.
-    std::optional<ElfFile> file2;
+    // The second thread's own handles of the file, over the same descriptor (the file is not
+    // opened again); without them, one thread reads it all.
+    ElfPtr elf2;
     std::unique_ptr<Dwarf_CFI, CfiCloser> eh_cfi2;
     std::optional<DebugFrame> debug2;
     if (split < all.size()) {
-        auto f = open_elf(path);
-        if (f) file2.emplace(std::move(f).value());
-        if (file2 && eh_cfi) eh_cfi2.reset(dwarf_getcfi_elf(file2->elf.get()));
-        if (file2 && debug) debug2 = open_debug_frame(file2->elf.get(), path, table.build_id);
-        if (!file2 || (eh_cfi && !eh_cfi2) || (debug && !debug2)) split = all.size();
+        elf2.reset(elf_begin((*open)->file.fd.get(), ELF_C_READ_MMAP, nullptr));
+        if (elf2 && eh_cfi) eh_cfi2.reset(dwarf_getcfi_elf(elf2.get()));
+        if (elf2 && debug) debug2 = open_debug_frame(elf2.get(), path, **open, true);
+        if (!elf2 || (eh_cfi && !eh_cfi2) || (debug && !debug2)) split = all.size();
     }
     RawRows second;
     std::thread reader;

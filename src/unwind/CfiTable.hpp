@@ -11,6 +11,7 @@
 
 #include "core/Result.hpp"
 #include "symbols/ElfFile.hpp"
+#include "symbols/ObjectFiles.hpp"
 #include "unwind/FrameRule.hpp"
 
 namespace memtrack {
@@ -59,10 +60,13 @@ struct CfiTable {
 // tables of its code (docs/BENCHMARKS.md, "Unwind tables").
 inline constexpr size_t kCfiTwoThreadsFrom = 8192;
 
-// Reads `path`'s .eh_frame, then the .debug_frame of the file or of its separate debug file
+// Reads the object's .eh_frame, then the .debug_frame of the file or of its separate debug file
 // (by build-id) for pcs .eh_frame does not cover. Fails for a file that is not x86-64 ELF, or
 // whose CFI describes a pc at or above 4 GiB (rows hold 32-bit pcs). The table is the same
 // whichever `two_threads_from`; tests compare.
+// Reads the file through its handles (ObjectFiles): nothing is opened here.
+Result<CfiTable> build_cfi_table(const ObjectFile& file, size_t two_threads_from = kCfiTwoThreadsFrom);
+// The same for the file at `path`, read on its own (ObjectFile::open): tests and tools.
 Result<CfiTable> build_cfi_table(const std::string& path, size_t two_threads_from = kCfiTwoThreadsFrom);
 
 }  // namespace memtrack

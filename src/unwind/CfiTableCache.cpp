@@ -248,10 +248,21 @@ Result<void> CfiTableCache::store(const struct stat& st, const CfiTable& table) 
 }
 
 LoadedTable load_cfi_table(const std::string& path, const CfiTableCache* cache) {
+    auto file = ObjectFile::open(path);
+    if (!file) {
+        LoadedTable out;
+        out.table = file.error();
+        return out;
+    }
+    return load_cfi_table(**file, cache);
+}
+
+LoadedTable load_cfi_table(const ObjectFile& file, const CfiTableCache* cache) {
     LoadedTable out;
-    struct stat before {};
-    if (!cache || ::stat(path.c_str(), &before) != 0) {
-        out.table = build_cfi_table(path);
+    // The file as it was opened: what its entry is valid for.
+    const struct stat& before = file.stat();
+    if (!cache) {
+        out.table = build_cfi_table(file);
         return out;
     }
     auto cached = cache->find(before);
@@ -261,9 +272,11 @@ LoadedTable load_cfi_table(const std::string& path, const CfiTableCache* cache) 
         return out;
     }
     if (!cached) out.entry_error = cached.error();
-    out.table = build_cfi_table(path);
+    out.table = build_cfi_table(file);
     struct stat after {};
-    if (!out.table || ::stat(path.c_str(), &after) != 0 || !CfiTableCache::same_file(before, after)) return out;
+    auto open = file.handles();
+    if (!out.table || !open || ::fstat((*open)->file.fd.get(), &after) != 0 || !CfiTableCache::same_file(before, after))
+        return out;
     if (auto r = cache->store(before, *out.table); !r)
         out.store_error = r.error();
     else

@@ -71,7 +71,9 @@ struct LoadedTable {
 };
 
 // The one route to an object's table: from `cache` when it holds it, else built (and kept there
-// when the file did not change while it was read). `cache` may be null: built.
+// when the file did not change while it was read). `cache` may be null: built. The file is read
+// through its handles (ObjectFiles); the path form reads it on its own (tests).
+LoadedTable load_cfi_table(const ObjectFile& file, const CfiTableCache* cache);
 LoadedTable load_cfi_table(const std::string& path, const CfiTableCache* cache);
 
 }  // namespace memtrack

@@ -12,7 +12,6 @@
 #include "bpf/unwind.h"
 #include "core/Clock.hpp"
 #include "core/Log.hpp"
-#include "symbols/MappedObjects.hpp"
 #include "symbols/ElfFile.hpp"
 #include "symbols/ProcessMaps.hpp"
 
@@ -27,8 +26,10 @@ size_t rows_bytes(uint32_t capacity) {
 
 }  // namespace
 
-Result<std::unique_ptr<UnwindTables>> UnwindTables::open(const Maps& maps, std::shared_ptr<const CfiTableCache> cache) {
-    std::unique_ptr<UnwindTables> t(new UnwindTables(maps.rows_fd, maps.procs_fd, maps.rows_capacity, std::move(cache)));
+Result<std::unique_ptr<UnwindTables>> UnwindTables::open(const Maps& maps, std::shared_ptr<const CfiTableCache> cache,
+                                                        ObjectFiles& files) {
+    std::unique_ptr<UnwindTables> t(
+        new UnwindTables(maps.rows_fd, maps.procs_fd, maps.rows_capacity, std::move(cache), files));
     if (t->capacity_ == 0) return t;
     void* p = ::mmap(nullptr, rows_bytes(t->capacity_), PROT_READ | PROT_WRITE, MAP_SHARED, t->rows_fd_, 0);
     if (p == MAP_FAILED) return errno_error("mmap", "unwind rows map");
@@ -38,16 +39,26 @@ Result<std::unique_ptr<UnwindTables>> UnwindTables::open(const Maps& maps, std::
     return t;
 }
 
-UnwindTables::UnwindTables(int rows_fd, int procs_fd, uint32_t capacity, std::shared_ptr<const CfiTableCache> cache)
-    : rows_fd_(rows_fd), procs_fd_(procs_fd), capacity_(capacity), cache_(std::move(cache)) {}
+UnwindTables::UnwindTables(int rows_fd, int procs_fd, uint32_t capacity, std::shared_ptr<const CfiTableCache> cache,
+                           ObjectFiles& files)
+    : rows_fd_(rows_fd), procs_fd_(procs_fd), capacity_(capacity), cache_(std::move(cache)), files_(files) {}
 
 UnwindTables::~UnwindTables() {
     if (rows_) ::munmap(rows_, rows_bytes(capacity_));
 }
 
-std::shared_ptr<const UnwindTables::Object> UnwindTables::load(const std::string& path) {
+std::shared_ptr<const UnwindTables::Object> UnwindTables::load(const ObjectFile& file) {
     const uint64_t t0 = monotonic_ns();
-    LoadedTable loaded = load_cfi_table(path, cache_.get());
+    const std::string& path = file.path();
+    // Another file of the same build (a copy, another container's): its rows are in the array
+    // already, so its table is neither built nor read from the cache (ObjectFiles read its build-id).
+    if (!file.build_id().empty()) {
+        if (auto it = by_build_id_.find(file.build_id()); it != by_build_id_.end()) {
+            ++counters_.objects_shared;
+            return it->second;
+        }
+    }
+    LoadedTable loaded = load_cfi_table(file, cache_.get());
     counters_.objects_cached += loaded.from_cache;
     counters_.objects_stored += loaded.stored;
     counters_.cache_errors += loaded.entry_error.has_value() + loaded.store_error.has_value();
@@ -65,14 +76,7 @@ std::shared_ptr<const UnwindTables::Object> UnwindTables::load(const std::string
         counters_.build_ns += monotonic_ns() - t0;
         return o;
     }
-    o->segments = table->segments;
-    if (!table->build_id.empty()) {
-        if (auto it = by_build_id_.find(table->build_id); it != by_build_id_.end()) {
-            ++counters_.objects_shared;
-            counters_.build_ns += monotonic_ns() - t0;
-            return it->second;
-        }
-    }
+    o->segments = file.segments();
     const auto& rows = table->rows;
     ++counters_.objects;
     if (rows.empty()) {
@@ -91,7 +95,7 @@ std::shared_ptr<const UnwindTables::Object> UnwindTables::load(const std::string
         used_ += uint32_t(rows.size());
         counters_.rows = used_;
     }
-    if (!table->build_id.empty()) by_build_id_.emplace(table->build_id, o);
+    if (!file.build_id().empty()) by_build_id_.emplace(file.build_id(), o);
     counters_.build_ns += monotonic_ns() - t0;
     log::info("unwind: {}: {} rows in {:.1f} ms{}", path, rows.size(), double(monotonic_ns() - t0) / 1e6,
               loaded.from_cache ? " (from the cache)" : "");
@@ -102,7 +106,15 @@ std::shared_ptr<const UnwindTables::Object> UnwindTables::object(pid_t pid, cons
                                                                  uint64_t ino) {
     const auto key = std::make_pair(dev, ino);
     if (auto it = by_file_.find(key); it != by_file_.end()) return it->second;
-    auto o = load(openable_path(pid, path, dev, ino));
+    auto file = files_.get(pid, path, dev, ino);
+    std::shared_ptr<const Object> o;
+    if (file) {
+        o = load(**file);
+    } else {
+        ++counters_.objects_failed;
+        log::info("unwind: no table for {} ({}): walked by frame pointer", path, file.error().message());
+        o = std::make_shared<Object>();
+    }
     by_file_.emplace(key, o);
     return o;
 }

@@ -1,8 +1,9 @@
 #pragma once
 // The unwind tables the BPF stack walker follows (src/bpf/unwind.h): every object's rows in one
 // BPF array, written once per object (cached by file, then by build-id, so a second process of a
-// binary costs a lookup; built once per machine with a CfiTableCache), and each process's
-// executable mappings with their biases.
+// binary costs a lookup, and a second file of one build, its build-id read by ObjectFiles, is
+// neither built nor read from the cache; built once per machine with a CfiTableCache), and each
+// process's executable mappings with their biases.
 // Not an actor: ProcessLinks calls it on its strand while the process is held for new code, so
 // a process never runs code whose tables are missing.
 #include <sys/types.h>
@@ -18,6 +19,7 @@
 
 #include "bpf/unwind.h"
 #include "core/Result.hpp"
+#include "symbols/ObjectFiles.hpp"
 #include "symbols/ProcessMaps.hpp"
 #include "unwind/CfiTable.hpp"
 #include "unwind/CfiTableCache.hpp"
@@ -35,7 +37,9 @@ public:
     };
     // Maps the rows array (nothing to do when the walker is off: describe() is a no-op).
     // Tables are loaded through `cache` (load_cfi_table), which may be null: built every run.
-    static Result<std::unique_ptr<UnwindTables>> open(const Maps& maps, std::shared_ptr<const CfiTableCache> cache);
+    // Object files are read through `files` (the run's one reading of each), which outlives this.
+    static Result<std::unique_ptr<UnwindTables>> open(const Maps& maps, std::shared_ptr<const CfiTableCache> cache,
+                                                      ObjectFiles& files);
     ~UnwindTables();
     UnwindTables(const UnwindTables&) = delete;
     UnwindTables& operator=(const UnwindTables&) = delete;
@@ -59,7 +63,8 @@ private:
         uint32_t row_count = 0;  // 0: no table
         std::vector<LoadSegment> segments;
     };
-    UnwindTables(int rows_fd, int procs_fd, uint32_t capacity, std::shared_ptr<const CfiTableCache> cache);
+    UnwindTables(int rows_fd, int procs_fd, uint32_t capacity, std::shared_ptr<const CfiTableCache> cache,
+                 ObjectFiles& files);
     Result<void> write_description(pid_t pid);
     Result<void> add_mappings(pid_t pid, const std::vector<Mapping>& added);
     // One mapping's entry; nullopt when walked by frame pointer (no table, no bias).
@@ -67,13 +72,14 @@ private:
     Result<void> write(pid_t pid, const std::vector<mt_unwind_mapping>& maps);
     void publish();
     std::shared_ptr<const Object> object(pid_t pid, const std::string& path, uint64_t dev, uint64_t ino);
-    std::shared_ptr<const Object> load(const std::string& path);
+    std::shared_ptr<const Object> load(const ObjectFile& file);
 
     int rows_fd_ = -1;
     int procs_fd_ = -1;
     mt_unwind_row* rows_ = nullptr;  // the mmapped array
     uint32_t capacity_ = 0;
     std::shared_ptr<const CfiTableCache> cache_;
+    ObjectFiles& files_;
     uint32_t used_ = 0;
     uint32_t generation_ = 0;  // of the last description written
     std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<const Object>> by_file_;  // (dev, ino)

@@ -465,6 +465,12 @@ TEST_CASE("stacks: hundreds of dlopens, each new object examined once and its co
     REQUIRE(static_cast<bool>(counted >> mapped));
     CHECK(mapped > n);
     CHECK(stats_u64(t.result.stats, "code_objects_examined") == mapped);
+    // And each object file was opened and parsed once for every stage (probe sites, unwind table,
+    // Python runtime): the files it maps, and the C++ runtime memtrack resolves the probes of at
+    // its start, which this C program does not map (ObjectFiles).
+    CHECK(stats_u64(t.result.stats, "object_files_parsed") == mapped + 1);
+    CHECK(stats_u64(t.result.stats, "object_files_failed") == 0);
+    CHECK(stats_u64(t.result.stats, "object_files_reopened") == 0);
     // All mappings read at the exec and at the loader's first hook only; every dlopen after
     // that read the loader's list from where the last one ended.
     CHECK(stats_u64(t.result.stats, "code_full_scans") == 2);

@@ -95,6 +95,7 @@ RunCounters distinct_counters() {
     c.links.processes_without_allocator = 405;
     c.links.code_objects_examined = 407;
     c.links.code_full_scans = 408;
+    c.objects = {409, 410, 411, 412};
     c.holds.taken = {501, 502, 503, 504};
     c.holds.released = {511, 512, 513, 514};
     c.holds.exited = {521, 522, 523, 524};
@@ -158,6 +159,10 @@ TEST_CASE("stats: each key reports its owner's counter") {
         "processes_without_allocator": 405,
         "code_objects_examined": 407,
         "code_full_scans": 408,
+        "object_files_parsed": 409,
+        "object_files_lookups": 410,
+        "object_files_failed": 411,
+        "object_files_reopened": 412,
         "allocator_objects": {"glibc": 404, "jemalloc": 0, "mimalloc": 0, "tcmalloc": 0, "other_malloc": 0,
                               "cxx_operators": 0, "loader": 406},
         "pressure_stops": 501, "pressure_resumes": 1032, "pressure_ended_by_exit": 521,
@@ -206,7 +211,7 @@ TEST_CASE("stats: every key of the object is in docs/STATS.md, and every key the
     const std::set<std::string> reported = keys(stats_json(RunCounters{}));
     for (const std::string& k : reported) CHECK_MESSAGE(documented.count(k), "not in docs/STATS.md: " << k);
     for (const std::string& k : documented) CHECK_MESSAGE(reported.count(k), "not in the stats object: " << k);
-    CHECK(reported.size() == 113);
+    CHECK(reported.size() == 117);
 }
 
 TEST_CASE("stats: a counter copied while its owner counts holds a value it had") {

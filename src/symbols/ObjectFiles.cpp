@@ -1,0 +1,100 @@
+#include "symbols/ObjectFiles.hpp"
+
+#include <sys/stat.h>
+
+#include "symbols/MappedObjects.hpp"
+
+namespace memtrack {
+
+Result<std::shared_ptr<OpenObject>> ObjectFile::open_handles(const std::string& path) {
+    auto file = open_elf(path);
+    if (!file) return file.error();
+    auto o = std::make_shared<OpenObject>();
+    o->file = std::move(file).value();
+    // Read by the probes' symbols (its .symtab) and by the unwind table (its .debug_frame): opened
+    // with the file, at most once. Absent (the usual case): one failed stat.
+    const std::string debug = debug_file_path(gnu_build_id(o->file.elf.get()));
+    struct stat st {};
+    if (!debug.empty() && ::stat(debug.c_str(), &st) == 0) {
+        if (auto d = open_elf(debug)) {
+            o->debug.emplace(std::move(d).value());
+            o->debug_path = debug;
+        }
+    }
+    return o;
+}
+
+Result<std::shared_ptr<const ObjectFile>> ObjectFile::open(const std::string& path) {
+    auto f = read(path, nullptr);
+    if (!f) return f.error();
+    return std::shared_ptr<const ObjectFile>(std::move(f).value());
+}
+
+Result<std::shared_ptr<ObjectFile>> ObjectFile::read(const std::string& path, std::atomic<uint64_t>* reopened) {
+    auto handles = open_handles(path);
+    if (!handles) return handles.error();
+    std::shared_ptr<ObjectFile> f(new ObjectFile);
+    f->path_ = path;
+    Elf* elf = (*handles)->file.elf.get();
+    if (::fstat((*handles)->file.fd.get(), &f->st_) != 0) return errno_error("stat", path);
+    f->build_id_ = gnu_build_id(elf);
+    auto segments = load_segments(elf, path);
+    if (!segments) return segments.error();
+    f->segments_ = std::move(segments).value();
+    f->open_ = std::move(handles).value();
+    f->reopened_ = reopened;
+    return f;
+}
+
+Result<std::shared_ptr<const OpenObject>> ObjectFile::handles() const {
+    std::lock_guard lock(mu_);
+    if (open_) return open_;
+    auto again = open_handles(path_);
+    if (!again) return again.error();
+    // Another file under the name now: what was read of it no longer describes this one.
+    struct stat st {};
+    if (::fstat((*again)->file.fd.get(), &st) != 0) return errno_error("stat", path_);
+    if (st.st_dev != st_.st_dev || st.st_ino != st_.st_ino)
+        return Error{"open", path_, ESTALE, "no longer the file first read"};
+    if (reopened_) reopened_->fetch_add(1, std::memory_order_relaxed);
+    open_ = std::move(again).value();
+    return open_;
+}
+
+void ObjectFile::close() const {
+    std::lock_guard lock(mu_);
+    open_.reset();
+}
+
+Result<std::shared_ptr<const ObjectFile>> ObjectFiles::get(pid_t pid, const std::string& path, uint64_t dev,
+                                                           uint64_t ino) {
+    std::lock_guard lock(mu_);
+    ++counters_.lookups;
+    const Key key{dev, ino};
+    if (auto it = files_.find(key); it != files_.end()) return it->second;
+    const std::string openable = openable_path(pid, path, dev, ino);
+    auto opened = ObjectFile::read(openable, &reopened_);
+    if (opened && (uint64_t((*opened)->stat().st_dev) != dev || uint64_t((*opened)->stat().st_ino) != ino))
+        opened = Error{"open", openable, ESTALE, "not the file the process maps"};
+    if (!opened) {
+        ++counters_.failed;
+        return files_.emplace(key, opened.error()).first->second;
+    }
+    ++counters_.parsed;
+    std::shared_ptr<const ObjectFile> f = std::move(opened).value();
+    recent_.push_back(f);
+    if (recent_.size() > kKeepOpen) {
+        recent_.front()->close();
+        recent_.pop_front();
+    }
+    return files_.emplace(key, std::move(f)).first->second;
+}
+
+ObjectFileCounters ObjectFiles::counters() const {
+    std::lock_guard lock(mu_);
+    ObjectFileCounters c = counters_;
+    c.reopened = reopened_.load(std::memory_order_relaxed);
+    return c;
+}
+
+}  // namespace memtrack
