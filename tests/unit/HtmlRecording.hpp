@@ -23,4 +23,16 @@ constexpr uint64_t html_ms(uint64_t n) { return n * 1'000'000; }  // since the f
 // timeline kept.
 report::Analysis html_recording(report::StackTable& stacks);
 
+// The same program after a change, for --diff's page: one process (pid 100, no timeline: what
+// is live at the end is leaked), its stacks with the frames folding leaves out (`malloc`,
+// `operator new`, `std::__new_allocator<…>::allocate`) so that they match the recording
+// above's only once folded:
+//   early_build: as above (10 blocks of 1000 B at 0..90 ms, freed at 150 ms)
+//   late_build:  30 blocks of 500 B at 200..345 ms (20 before), never freed
+//   temp_loop, beta_cache: gone
+//   main (app.c:5) -> std::vector<int, std::allocator<int> >::push_back(int const&) (vec.cc:12),
+//                new: 8 blocks of 3000 B at 600 ms, never freed
+//   The heap: 39000 B at 600 ms (the peak: late_build's 15000 and push_back's 24000).
+report::Analysis html_recording_after(report::StackTable& stacks);
+
 }  // namespace memtrack::unittest
