@@ -76,6 +76,10 @@ LoadOptions load_options(const ReportOptions& opt) {
     l.fold.keep_frames = opt.keep_frames;
     l.fold.full_names = opt.full_names;
     l.debug_packages = opt.format == "text";
+    // Shown stacks for the formats and views that name frames as folding shows them; json's
+    // sites, pprof and speedscope carry raw frames.
+    const bool view = opt.by == "function" || opt.bottom_up || opt.top_down || !opt.caller_callee.empty();
+    l.shown_stacks = opt.format == "text" || opt.format == "folded" || opt.format == "html" || view || !opt.diff_base.empty();
     return l;
 }
 
