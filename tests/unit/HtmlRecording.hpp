@@ -12,6 +12,7 @@
 // Stacks, root first: main (app.c:5) -> build (app.c:20) -> early_build (app.c:31) / late_build
 // (app.c:42); main -> temp_loop (app.c:50); beta_main (beta.c:3) -> beta_cache (beta.c:9).
 #include "report/Analysis.hpp"
+#include "report/FrameNames.hpp"
 #include "report/StackTable.hpp"
 
 namespace memtrack::unittest {
@@ -34,5 +35,20 @@ report::Analysis html_recording(report::StackTable& stacks);
 //                new: 8 blocks of 3000 B at 600 ms, never freed
 //   The heap: 39000 B at 600 ms (the peak: late_build's 15000 and push_back's 24000).
 report::Analysis html_recording_after(report::StackTable& stacks);
+
+// Both, folded as `report` folds them (Load.cpp): the after recording's malloc, operator new
+// and allocator frames fold away, so its stacks match the before one's by name. Not movable:
+// the analyses point into its members.
+struct HtmlDiffPair {
+    report::StackTable before_stacks, after_stacks;
+    report::FrameFolder folder{{}};
+    report::Analysis before = html_recording(before_stacks);
+    report::Analysis after = html_recording_after(after_stacks);
+    HtmlDiffPair() {
+        report::fold_sites(before, folder, false);
+        report::fold_sites(after, folder, false);
+    }
+    HtmlDiffPair(const HtmlDiffPair&) = delete;
+};
 
 }  // namespace memtrack::unittest

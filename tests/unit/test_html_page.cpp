@@ -259,17 +259,10 @@ TEST_CASE("html page in headless Chromium: hover, a dragged range, views, invert
 }
 
 TEST_CASE("html page of --diff in headless Chromium: the differential flamegraph, its colours, the changes") {
-    StackTable before_stacks, after_stacks;
-    Analysis before = html_recording(before_stacks);
-    Analysis after = html_recording_after(after_stacks);
-    // As `report` does (Load.cpp): the after recording's malloc, operator new and allocator
-    // frames fold away, so its stacks match the before recording's by name.
-    FrameFolder folder({});
-    fold_sites(before, folder, false);
-    fold_sites(after, folder, false);
+    const HtmlDiffPair pair;
     TempDir dir;
     const std::string page = dir / "diff.html";
-    std::ofstream(page) << diff_html(diff(before, after), OutputOptions{.title = "after", .base_title = "before"});
+    std::ofstream(page) << diff_html(diff(pair.before, pair.after), OutputOptions{.title = "after", .base_title = "before"});
     DevTools b(chromium_path(), "file://" + page);
     b.wait_for("document.readyState === 'complete' && document.body.getAttribute('data-rendered') === 'yes'");
     const double width = b.eval("document.getElementById('flame').clientWidth").to_number<double>();

@@ -180,13 +180,8 @@ TEST_CASE("html: the flamegraph names frames as text and folded do (folding, --h
 }
 
 TEST_CASE("html --diff: every matched stack with both recordings' amounts") {
-    StackTable before_stacks, after_stacks;
-    Analysis before = html_recording(before_stacks);
-    Analysis after = html_recording_after(after_stacks);
-    FrameFolder folder({});
-    fold_sites(before, folder, false);
-    fold_sites(after, folder, false);
-    const Diff d = diff(before, after);
+    const HtmlDiffPair pair;
+    const Diff d = diff(pair.before, pair.after);
     const boost::json::object data = page_data(diff_html(d, OutputOptions{.title = "after", .base_title = "before"}));
     CHECK(data.at("title") == "after");
     const boost::json::object& page = data.at("diff").as_object();
