@@ -58,7 +58,7 @@ LoadOptions load_options(const ReportOptions& opt) {
     l.python_only = opt.python_only;
     l.temporary_threshold = opt.temporary_threshold;
     l.progress = true;
-    l.site_timeline = opt.format == "html";
+    l.site_timeline = opt.format == "html" && opt.diff_base.empty();  // --diff's page has no time
     FilterOptions& f = l.filter;
     f.pids.insert(opt.pids.begin(), opt.pids.end());
     if (!opt.from.empty()) f.from_ns = duration_option("--from", opt.from);
@@ -76,6 +76,10 @@ LoadOptions load_options(const ReportOptions& opt) {
     l.fold.keep_frames = opt.keep_frames;
     l.fold.full_names = opt.full_names;
     l.debug_packages = opt.format == "text";
+    // Shown stacks for the formats and views that name frames as folding shows them; json's
+    // sites, pprof and speedscope carry raw frames.
+    const bool view = opt.by == "function" || opt.bottom_up || opt.top_down || !opt.caller_callee.empty();
+    l.shown_stacks = opt.format == "text" || opt.format == "folded" || opt.format == "html" || view || !opt.diff_base.empty();
     return l;
 }
 
@@ -129,6 +133,7 @@ std::string render_diff(const std::string& format, const Analysis& base, const A
                         const OutputOptions& o) {
     if (format == "json") return diff_json(diff(base, now), o);
     if (format == "folded") return diff_folded(base, now, o);
+    if (format == "html") return diff_html(diff(base, now), o);
     return diff_text(diff(base, now), o);
 }
 
@@ -145,8 +150,9 @@ int run(const ReportOptions& opt) {
     if (!cost) throw BadOption{fmt::format("--cost '{}': one of peak, leaked, allocated, allocations, temporary", opt.cost)};
     if (opt.format == "pprof" && opt.output.empty())
         throw BadOption{"--format pprof writes a binary file: name it with -o FILE"};
-    if (!opt.diff_base.empty() && opt.format != "text" && opt.format != "json" && opt.format != "folded")
-        throw BadOption{"--diff prints text, json or folded"};
+    if (!opt.diff_base.empty() && opt.format != "text" && opt.format != "json" && opt.format != "folded" &&
+        opt.format != "html")
+        throw BadOption{"--diff prints text, json, folded or html"};
     std::vector<Condition> conditions;
     for (const std::string& expr : opt.fail_if) {
         auto parsed = parse_fail_if(expr);
@@ -195,6 +201,7 @@ int run(const ReportOptions& opt) {
     o.cost = *cost;
     o.colour = opt.output.empty() && opt.format == "text" && ::isatty(STDOUT_FILENO) == 1;
     o.title = std::string(base_name(opt.artifact));
+    o.base_title = std::string(base_name(opt.diff_base));
     o.windows = opt.windows || !opt.window.empty();
     using View = OutputOptions::View;
     o.view = opt.by == "function" ? View::Functions

@@ -47,9 +47,8 @@ Diff diff(const Analysis& base, const Analysis& now) {
     d.base = {base.peak_bytes, base.leaked_bytes, base.calls, base.bytes};
     d.now = {now.peak_bytes, now.leaked_bytes, now.calls, now.bytes};
     for (auto& [stack, row] : rows) {
-        if (same(row.base, row.now)) continue;
         row.stack = stack;
-        d.rows.push_back(std::move(row));
+        (same(row.base, row.now) ? d.unchanged : d.rows).push_back(std::move(row));
     }
     std::stable_sort(d.rows.begin(), d.rows.end(), [](const DiffRow& x, const DiffRow& y) {
         const uint64_t a = size_of_change(x), b = size_of_change(y);

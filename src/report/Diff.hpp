@@ -26,6 +26,7 @@ struct DiffRow {
 struct Diff {
     DiffValues base, now;  // the totals
     std::vector<DiffRow> rows;  // the sites that changed, largest change first
+    std::vector<DiffRow> unchanged;  // the others, by stack: the html page's flamegraph sums them too
 };
 
 Diff diff(const Analysis& base, const Analysis& now);
@@ -35,5 +36,9 @@ Diff diff(const Analysis& base, const Analysis& now);
 std::string diff_text(const Diff& d, const OutputOptions& o);
 std::string diff_json(const Diff& d, const OutputOptions& o);
 std::string diff_folded(const Analysis& base, const Analysis& now, const OutputOptions& o);
+// One page (HtmlFormat.cpp): a differential flamegraph of every matched stack, widths by ARTIFACT
+// (or BASE), coloured by the change, and the sites that changed in a table. `o.title` names
+// ARTIFACT, `o.base_title` BASE.
+std::string diff_html(const Diff& d, const OutputOptions& o);
 
 }  // namespace memtrack::report

@@ -156,6 +156,13 @@ const ShownStack& FrameFolder::fold(const StackFrames& frames) {
     if (!fresh) return *it->second;
     ShownStack& s = held_.emplace_back();
     it->second = &s;
+    fold_into(frames, s);
+    return s;
+}
+
+void FrameFolder::fold_into(const StackFrames& frames, ShownStack& s) {
+    s.frames.clear();
+    s.folded = 0;
     for (const Frame* f : frames) {
         const FrameView& v = view(f);
         if (v.fold) {
@@ -188,7 +195,6 @@ const ShownStack& FrameFolder::fold(const StackFrames& frames) {
         s.frames.push_back(ShownFrame{v.name, v.file, f->line, f->module, f->inlined, 0});
         --s.folded;
     }
-    return s;
 }
 
 std::string debian_package_of(const std::string& path) {

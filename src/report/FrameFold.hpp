@@ -70,8 +70,10 @@ class FrameFolder {
 public:
     explicit FrameFolder(FoldOptions opt) : opt_(std::move(opt)) {}
 
-    // The stack as shown, made once per distinct sequence (StackTable interns them).
+    // The stack as shown, made once per distinct sequence (StackTable interns them) and kept.
     const ShownStack& fold(const StackFrames& frames);
+    // The same into `out` (cleared first), kept nowhere: for a pass that reads each stack once.
+    void fold_into(const StackFrames& frames, ShownStack& out);
 
 private:
     struct FrameView {

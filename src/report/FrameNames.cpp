@@ -40,14 +40,17 @@ std::string folded_stack(const Site& s) {
     return out;
 }
 
-void fold_sites(Analysis& a, FrameFolder& folder, bool packages) {
+void fold_sites(Analysis& a, FrameFolder& folder, bool packages, bool keep) {
     std::map<std::string, uint64_t> unresolved;
-    boost::unordered_flat_map<const ShownStack*, bool> seen;
+    // Distinct sequences of frames have distinct shown stacks (FrameFolder::fold).
+    boost::unordered_flat_map<const StackFrames*, bool> seen;
+    ShownStack scratch;
     for (Site& s : a.sites) {
         if (!s.frames || s.frames->empty()) continue;
-        s.shown = &folder.fold(*s.frames);
-        if (!seen.try_emplace(s.shown, true).second) continue;
-        for (const ShownFrame& f : s.shown->frames)
+        if (keep) s.shown = &folder.fold(*s.frames);
+        if (!seen.try_emplace(s.frames, true).second) continue;
+        if (!keep) folder.fold_into(*s.frames, scratch);
+        for (const ShownFrame& f : (keep ? *s.shown : scratch).frames)
             if (f.run > 0 && !f.module.empty()) unresolved[std::string(f.module)] += f.run;
     }
     a.unresolved.clear();

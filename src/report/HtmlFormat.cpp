@@ -4,6 +4,8 @@
 // Bounded whatever the input: the chart has at most Timeline::kMaxPoints points, each series at
 // most SiteTimeline::kMaxBuckets buckets, and past kMaxNumbers numbers in all the least costly
 // series of each process are summed into one "[other sites]" series.
+// With --diff the same page draws two recordings' sites matched by stack (diff_html), one row
+// per distinct folded stack of either: bounded by their stacks files.
 #include <algorithm>
 #include <array>
 #include <map>
@@ -12,6 +14,7 @@
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
 
+#include "report/Diff.hpp"
 #include "report/FrameNames.hpp"
 #include "report/HtmlPage.hpp"
 #include "report/Output.hpp"
@@ -39,9 +42,9 @@ std::string shown(std::string name) {
 }
 
 // Where a frame is: "file:line", else its module's name.
-std::string where(const Frame& f) {
-    if (!f.file.empty()) return f.file + (f.line ? ":" + std::to_string(f.line) : std::string());
-    return std::string(base_name(f.module));
+std::string where(std::string_view file, uint32_t line, std::string_view module) {
+    if (!file.empty()) return std::string(file) + (line ? ":" + std::to_string(line) : std::string());
+    return std::string(base_name(module));
 }
 
 // Distinct (name, where) pairs, each once, by index.
@@ -53,6 +56,23 @@ public:
         return it->second;
     }
     json::array take() { return std::move(list_); }
+
+    // A site's frames, root first, named as every format names them: its shown stack
+    // (fold_sites: default folding, --hide-frames, template elision; a run of unresolved frames
+    // is one "[module]", as in folded) or, unfolded, its frames' names.
+    json::array stack(const Site& site) {
+        json::array out;
+        if (!site.frames || site.frames->empty()) {
+            out.push_back(id(std::string(unknown_stack_name(site)), ""));
+        } else if (site.shown) {
+            for (auto it = site.shown->frames.rbegin(); it != site.shown->frames.rend(); ++it)
+                out.push_back(id(shown(std::string(it->name)), where(it->file, it->line, it->module)));
+        } else {
+            for (auto it = site.frames->rbegin(); it != site.frames->rend(); ++it)
+                out.push_back(id(shown(frame_name(**it)), where((*it)->file, (*it)->line, (*it)->module)));
+        }
+        return out;
+    }
 
 private:
     std::map<std::pair<std::string, std::string>, uint32_t> ids_;
@@ -133,16 +153,10 @@ json::object series_json(const Analysis& a) {
             }
             continue;
         }
-        const Site& site = a.sites.at(s.site);
-        json::array stack;
-        if (!site.frames || site.frames->empty())
-            stack.push_back(frames.id(std::string(unknown_stack_name(site)), ""));
-        else
-            for (auto it = site.frames->rbegin(); it != site.frames->rend(); ++it)
-                stack.push_back(frames.id(shown(frame_name(**it)), where(**it)));
         json::array cells;
         append_cells(cells, s.buckets);
-        list.push_back(json::object{{"s", std::move(stack)}, {"pid", s.pid}, {"p", s.peak_bytes}, {"c", std::move(cells)}});
+        list.push_back(json::object{
+            {"s", frames.stack(a.sites.at(s.site))}, {"pid", s.pid}, {"p", s.peak_bytes}, {"c", std::move(cells)}});
     }
     for (auto& [pid, o] : other) {
         std::vector<SiteBucket> buckets;
@@ -160,7 +174,29 @@ json::object series_json(const Analysis& a) {
                         {"list", std::move(list)}};
 }
 
+// A diff's values in the page's order: peak, leaked, allocated (bytes), allocations (calls).
+json::array diff_values(const DiffValues& v) { return json::array{v.peak, v.leaked, v.bytes, v.calls}; }
+
 }  // namespace
+
+std::string diff_html(const Diff& d, const OutputOptions& o) {
+    FrameIds frames;
+    json::array list;
+    for (const auto* rows : {&d.rows, &d.unchanged})
+        for (const DiffRow& r : *rows)
+            list.push_back(json::object{{"s", frames.stack(*r.example)}, {"b", diff_values(r.base)}, {"n", diff_values(r.now)}});
+    json::object data{{"title", json::string_view(o.title.data(), o.title.size())},
+                      {"diff", json::object{{"base_title", json::string_view(o.base_title.data(), o.base_title.size())},
+                                            {"base", diff_values(d.base)},
+                                            {"now", diff_values(d.now)},
+                                            {"changed_sites", d.rows.size()},
+                                            {"frames", frames.take()},
+                                            {"list", std::move(list)}}}};
+    std::string out(kHtmlHead);
+    out += script_safe(json::serialize(data));
+    out += kHtmlTail;
+    return out;
+}
 
 std::string html_report(const Analysis& a, const OutputOptions& o) {
     json::object data{{"title", json::string_view(o.title.data(), o.title.size())},

@@ -8,6 +8,10 @@ namespace memtrack::report {
 // recording's peak when the range holds it and every process is shown; otherwise the page
 // takes the bucket, in the range, at whose end the shown series held the most, and their live
 // bytes there (to a bucket's width: it says so).
+// With data.diff (report --diff, diff_html) there is no time: the page draws one differential
+// flamegraph of both recordings' sites matched by stack, widths by ARTIFACT's amounts (or
+// BASE's), each frame coloured by how its amount changed (class grew, shrank or same), and
+// the totals and the sites that changed as tables of base, new and change.
 const std::string_view kHtmlHead = R"MTHTML(<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -44,6 +48,8 @@ h2 { font-size: 16px; margin: 20px 0 8px; }
 #chart .legend { font-weight: bold; }
 #chart .cursor { stroke: #000; stroke-width: 1; }
 #chart .sel { fill: #ffd54f; fill-opacity: .35; stroke: #f9a825; }
+td.grew { color: #b71c1c; }
+td.shrank { color: #0d47a1; }
 #readout { font: 12px monospace; min-height: 16px; color: #333; }
 table { border-collapse: collapse; font-size: 12px; margin: 4px 0 12px; }
 th, td { border-bottom: 1px solid #e0e0e0; padding: 2px 8px; text-align: right; vertical-align: top; }
@@ -56,6 +62,7 @@ td.where { text-align: left; color: #555; font-family: monospace; overflow-wrap:
 <body>
 <h1 id="title">memtrack report</h1>
 <p id="summary"></p>
+<section id="time">
 <h2>Heap over time</h2>
 <div class="controls">
   <span id="range">whole recording</span>
@@ -64,6 +71,7 @@ td.where { text-align: left; color: #555; font-family: monospace; overflow-wrap:
 </div>
 <svg id="chart" viewBox="0 0 1000 220" preserveAspectRatio="none"></svg>
 <div id="readout"></div>
+</section>
 <h2>Flamegraph</h2>
 <div class="controls">
   <button data-view="peak">live at the peak</button>
@@ -72,6 +80,7 @@ td.where { text-align: left; color: #555; font-family: monospace; overflow-wrap:
   <button data-view="allocations">allocations</button>
   <button data-view="temporary">temporary</button>
   <label><input id="inverted" type="checkbox"> inverted</label>
+  <label id="diff-width" hidden><input id="width-base" type="checkbox"> widths by base</label>
   <select id="process"></select>
   <button id="reset">reset zoom</button>
   <input id="search" type="search" placeholder="search (regular expression)" size="32">
@@ -84,10 +93,14 @@ td.where { text-align: left; color: #555; font-family: monospace; overflow-wrap:
 <table id="totals"></table>
 <h2>Sites</h2>
 <table id="sites"></table>
+<section id="function-section">
 <h2>Functions</h2>
 <table id="functions"></table>
+</section>
+<section id="process-section">
 <h2>Processes</h2>
 <table id="processes"></table>
+</section>
 <script type="application/json" id="memtrack-data">)MTHTML";
 
 const std::string_view kHtmlTail = R"MTHTML(</script>
@@ -107,24 +120,48 @@ const std::string_view kHtmlTail = R"MTHTML(</script>
   function amount(v, view) { return COUNTS[view] ? v + " calls" : human(v); }
   function pct(v, total) { return total ? (100 * v / total).toFixed(2) + " %" : "-"; }
 
-  const S = data.series;
+  // --diff: each row's values b (BASE) and n (ARTIFACT) in the order of DV.
+  const DIFF = data.diff || null;
+  const DV = { peak: 0, leaked: 1, allocated: 2, allocations: 3 };
+  const S = DIFF ? { frames: DIFF.frames, buckets: 1, bucket_ns: 1, list: [] } : data.series;
   const FR = S.frames;        // [name, where]
   const NB = Math.max(S.buckets, 1);
   const list = S.list;
-  const state = { view: "peak", inverted: false, pid: null, range: null, zoom: [], pattern: null };
-  if (!list.some((u) => u.p > 0)) state.view = "leaked";
+  const state = { view: "peak", inverted: false, pid: null, range: null, zoom: [], pattern: null, widthBase: false };
+  if (DIFF ? !DIFF.list.some((u) => u.b[0] || u.n[0]) : !list.some((u) => u.p > 0)) state.view = "leaked";
+  // A change: "+9.8 KiB (+50.00 %)", "-3 calls"; "0" when none.
+  function change(b, n, view) {
+    const d = n - b;
+    if (!d) return "0";
+    return (d > 0 ? "+" : "-") + amount(Math.abs(d), view) + (b ? " (" + (d > 0 ? "+" : "") + (100 * d / b).toFixed(2) + " %)" : "");
+  }
+  function changeClass(b, n) { return n > b ? "grew" : n < b ? "shrank" : "same"; }
 
-  document.title = "memtrack report: " + data.title;
-  $("title").textContent = "memtrack report: " + data.title;
-  $("summary").textContent = data.events + " events in " + seconds(data.duration_ns) + ": peak " +
-    human(data.peak.bytes) + " in " + data.peak.blocks + " blocks at " + seconds(data.peak.time_ns) +
-    ", leaked " + human(data.leaked.bytes) + " in " + data.leaked.blocks + " blocks, " + data.calls +
-    " allocations of " + human(data.bytes) + ", " + data.temporary.calls + " temporary";
+  if (DIFF) {
+    const t = DIFF.base_title + " -> " + data.title;
+    document.title = "memtrack report --diff: " + t;
+    $("title").textContent = "memtrack report --diff: " + t;
+    $("summary").textContent = "peak " + human(DIFF.base[0]) + " -> " + human(DIFF.now[0]) + " (" +
+      change(DIFF.base[0], DIFF.now[0], "peak") + "), leaked " + human(DIFF.base[1]) + " -> " + human(DIFF.now[1]) +
+      " (" + change(DIFF.base[1], DIFF.now[1], "leaked") + "), " + DIFF.base[3] + " -> " + DIFF.now[3] +
+      " allocations, " + DIFF.changed_sites + " sites changed";
+    for (const id of ["time", "process", "function-section", "process-section"]) $(id).hidden = true;
+    document.querySelector("button[data-view=temporary]").hidden = true;
+    $("diff-width").hidden = false;
+  } else {
+    document.title = "memtrack report: " + data.title;
+    $("title").textContent = "memtrack report: " + data.title;
+    $("summary").textContent = data.events + " events in " + seconds(data.duration_ns) + ": peak " +
+      human(data.peak.bytes) + " in " + data.peak.blocks + " blocks at " + seconds(data.peak.time_ns) +
+      ", leaked " + human(data.leaked.bytes) + " in " + data.leaked.blocks + " blocks, " + data.calls +
+      " allocations of " + human(data.bytes) + ", " + data.temporary.calls + " temporary";
+  }
 
   // ---- sums over the range and process picked ----
-  const peakBucket = Math.min(Math.floor(data.peak.time_ns / S.bucket_ns), NB - 1);
+  const peakBucket = DIFF ? 0 : Math.min(Math.floor(data.peak.time_ns / S.bucket_ns), NB - 1);
   function shown(u) { return state.pid === null || u.pid === state.pid; }
   function compute() {
+    if (DIFF) return computeDiff();
     const [b0, b1] = state.range || [0, NB - 1];
     const us = list.filter(shown);
     // Live at the peak: exact when the range holds the recording's peak and every process is
@@ -160,20 +197,35 @@ const std::string_view kHtmlTail = R"MTHTML(</script>
     return { rows: rows, totals: totals, exactPeak: exactPeak, atBucket: atBucket, b0: b0, b1: b1 };
   }
 
+  // --diff: per row, base and now of every view, and the calls and bytes allocated in ARTIFACT.
+  function computeDiff() {
+    const rows = DIFF.list.map((u) => {
+      const r = { u: u, base: {}, now: {}, allocations: u.n[3], allocated: u.n[2] };
+      for (const k in DV) { r.base[k] = u.b[DV[k]]; r.now[k] = u.n[DV[k]]; }
+      return r;
+    });
+    return { rows: rows };
+  }
+  // A row's amount in the view: with --diff, ARTIFACT's (or BASE's with "widths by base").
+  function value(r) { return DIFF ? (state.widthBase ? r.base : r.now)[state.view] : r[state.view]; }
+
   // ---- the call tree of one view ----
   function tree(sum) {
-    const root = { n: "all", v: 0, calls: 0, bytes: 0, where: new Set(), c: new Map() };
+    const root = { n: "all", v: 0, calls: 0, bytes: 0, b: 0, nw: 0, where: new Set(), c: new Map() };
     for (const r of sum.rows) {
-      const v = r[state.view];
-      if (!v) continue;
-      root.v += v; root.calls += r.allocations; root.bytes += r.allocated;
+      const v = value(r);
+      // --diff: b and nw are BASE's and ARTIFACT's amounts under the node (a site gone from
+      // ARTIFACT still colours its callers).
+      const b = DIFF ? r.base[state.view] : 0, nw = DIFF ? r.now[state.view] : 0;
+      if (!v && !b && !nw) continue;
+      root.v += v; root.calls += r.allocations; root.bytes += r.allocated; root.b += b; root.nw += nw;
       const s = state.inverted ? r.u.s.slice().reverse() : r.u.s;
       let node = root;
       for (const id of s) {
         const [name, where] = FR[id];
         let next = node.c.get(name);
-        if (!next) { next = { n: name, v: 0, calls: 0, bytes: 0, where: new Set(), c: new Map(), up: node }; node.c.set(name, next); }
-        next.v += v; next.calls += r.allocations; next.bytes += r.allocated;
+        if (!next) { next = { n: name, v: 0, calls: 0, bytes: 0, b: 0, nw: 0, where: new Set(), c: new Map(), up: node }; node.c.set(name, next); }
+        next.v += v; next.calls += r.allocations; next.bytes += r.allocated; next.b += b; next.nw += nw;
         if (where && next.where.size < 4) next.where.add(where);
         node = next;
       }
@@ -185,6 +237,12 @@ const std::string_view kHtmlTail = R"MTHTML(</script>
 
   // ---- drawing ----
   const ROW = 17;
+  // --diff: red where the amount grew, blue where it shrank, deeper for a larger share of it.
+  function diffColour(n) {
+    const d = n.nw - n.b, t = Math.min(1, Math.abs(d) / Math.max(n.b, n.nw, 1));
+    if (!d) return "hsl(0,0%,88%)";
+    return "hsl(" + (d > 0 ? 0 : 220) + ",75%," + Math.round(88 - 38 * t) + "%)";
+  }
   function hue(name) {
     let h = 0;
     for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
@@ -195,9 +253,13 @@ const std::string_view kHtmlTail = R"MTHTML(</script>
     const where = n.where && n.where.size ? Array.from(n.where).join(", ") : "";
     tip.innerHTML = "";
     const b = document.createElement("b"); b.textContent = n.n; tip.appendChild(b);
-    const lines = [where ? "at " + where : null,
-                   state.view + ": " + amount(n.v, state.view) + " (" + pct(n.v, root.v) + " of " + amount(root.v, state.view) + ")",
-                   "calls: " + n.calls + ", allocated " + human(n.bytes) + " in the range"];
+    const lines = DIFF
+      ? [where ? "at " + where : null,
+         state.view + ": " + amount(n.b, state.view) + " -> " + amount(n.nw, state.view) + " (" + change(n.b, n.nw, state.view) + ")",
+         "calls: " + n.calls + ", allocated " + human(n.bytes) + " in " + data.title]
+      : [where ? "at " + where : null,
+         state.view + ": " + amount(n.v, state.view) + " (" + pct(n.v, root.v) + " of " + amount(root.v, state.view) + ")",
+         "calls: " + n.calls + ", allocated " + human(n.bytes) + " in the range"];
     for (const l of lines) if (l) { const d = document.createElement("div"); d.textContent = l; tip.appendChild(d); }
     tip.style.display = "block";
     tip.style.left = Math.min(e.clientX + 12, window.innerWidth - 320) + "px";
@@ -229,6 +291,9 @@ const std::string_view kHtmlTail = R"MTHTML(</script>
     const flame = $("flame");
     flame.textContent = "";
     let scope = state.pid === null ? "all processes" : "process " + state.pid;
+    if (DIFF) scope = DIFF.base_title + " -> " + data.title + ": widths by " + (state.widthBase ? "base" : "new") +
+                      ", red grew, blue shrank";
+    else {
     scope += ", " + (state.range ? seconds(sum.b0 * S.bucket_ns) + " to " + seconds((sum.b1 + 1) * S.bucket_ns) : "the whole recording");
     if (state.view === "peak")
       scope += sum.exactPeak ? ": live at the peak, " + seconds(data.peak.time_ns)
@@ -236,6 +301,7 @@ const std::string_view kHtmlTail = R"MTHTML(</script>
                                ", the end of the range's fullest bucket of " + seconds(S.bucket_ns);
     if (state.view === "leaked") scope += ": leaked blocks made in the range";
     if (state.view === "temporary") scope += ": temporary allocations freed in the range";
+    }
     $("scope").textContent = scope + (state.inverted ? " (inverted: allocating functions at the top)" : "");
     if (!root.v) { flame.style.height = "24px"; flame.textContent = "nothing for this view"; $("status").textContent = ""; }
     else drawFlame(root, flame);
@@ -257,9 +323,9 @@ const std::string_view kHtmlTail = R"MTHTML(</script>
     function box(n, x, w, row, dim) {
       if (w < 1) return false;
       const d = document.createElement("div");
-      d.className = "fg" + (dim ? " dim" : "");
+      d.className = "fg" + (dim ? " dim" : "") + (DIFF ? " " + changeClass(n.b, n.nw) : "");
       d.style.left = x + "px"; d.style.width = w + "px"; d.style.top = row * ROW + "px";
-      d.style.background = n.n === "[other sites]" ? "#bbb" : hue(n.n);
+      d.style.background = DIFF ? diffColour(n) : n.n === "[other sites]" ? "#bbb" : hue(n.n);
       d.textContent = n.n;
       if (state.pattern && state.pattern.test(n.n)) d.classList.add("match");
       d.onclick = () => { state.zoom = n === top && n !== root ? [] : path(n); draw(); };
@@ -285,7 +351,28 @@ const std::string_view kHtmlTail = R"MTHTML(</script>
     })(root);
     $("status").textContent = state.pattern ? "matched " + amount(matched, state.view) + " (" + pct(matched, root.v) + ")" : "";
   }
+  // The frames of a row, root first, and its stack as one text (a cell's title).
+  function stackText(r) {
+    return r.u.s.map((id) => FR[id]).reverse().map((f) => f[0] + (f[1] ? " (" + f[1] + ")" : "")).join("\n");
+  }
+  function drawDiffTables() {
+    const names = { peak: "live at the peak", leaked: "leaked", allocated: "allocated", allocations: "allocations" };
+    table("totals", ["view", "base", "new", "change"], Object.keys(DV).map((k) => {
+      const b = DIFF.base[DV[k]], n = DIFF.now[DV[k]];
+      return [[names[k], "name"], [amount(b, k)], [amount(n, k)], [change(b, n, k), changeClass(b, n)]];
+    }));
+    const view = state.view;
+    const changed = current.rows.filter((r) => r.base[view] !== r.now[view])
+      .sort((x, y) => Math.abs(y.now[view] - y.base[view]) - Math.abs(x.now[view] - x.base[view]));
+    table("sites", ["#", "base", "new", "change", "function", "at"], changed.slice(0, 50).map((r, i) => {
+      const leaf = FR[r.u.s[r.u.s.length - 1]];
+      return [[String(i + 1)], [amount(r.base[view], view)], [amount(r.now[view], view)],
+              [change(r.base[view], r.now[view], view), changeClass(r.base[view], r.now[view])],
+              [leaf[0], "name", stackText(r)], [leaf[1], "where"]];
+    }));
+  }
   function drawTables(sum, root) {
+    if (DIFF) return drawDiffTables();
     const t = sum.totals;
     table("totals", ["view", "amount", "blocks or calls"], [
       [["live at the peak", "name"], [human(t.peak)], [""]],
@@ -295,11 +382,9 @@ const std::string_view kHtmlTail = R"MTHTML(</script>
     const view = state.view;
     const sites = sum.rows.filter((r) => r[view] > 0).sort((x, y) => y[view] - x[view]).slice(0, 50);
     table("sites", ["#", view, "share", "calls", "allocated", "process", "function", "at"], sites.map((r, i) => {
-      const frames = r.u.s.map((id) => FR[id]);
-      const leaf = frames[frames.length - 1];
-      const stack = frames.slice().reverse().map((f) => f[0] + (f[1] ? " (" + f[1] + ")" : "")).join("\n");
+      const leaf = FR[r.u.s[r.u.s.length - 1]];
       return [[String(i + 1)], [amount(r[view], view)], [pct(r[view], root.v)], [String(r.allocations)],
-              [human(r.allocated)], [String(r.u.pid)], [leaf[0], "name", stack], [leaf[1], "where"]];
+              [human(r.allocated)], [String(r.u.pid)], [leaf[0], "name", stackText(r)], [leaf[1], "where"]];
     }));
     // Functions: each counted once per stack it is in (inclusive), and as the stack's last (self).
     const fns = new Map();
@@ -326,6 +411,7 @@ const std::string_view kHtmlTail = R"MTHTML(</script>
     b.onclick = () => { state.view = b.dataset.view; state.zoom = []; draw(); };
   });
   $("inverted").onchange = (e) => { state.inverted = e.target.checked; state.zoom = []; draw(); };
+  $("width-base").onchange = (e) => { state.widthBase = e.target.checked; state.zoom = []; draw(); };
   $("reset").onclick = () => { state.zoom = []; draw(); };
   $("search").oninput = (e) => {
     try { state.pattern = e.target.value ? new RegExp(e.target.value) : null; } catch (err) { state.pattern = null; }
@@ -333,113 +419,116 @@ const std::string_view kHtmlTail = R"MTHTML(</script>
   };
   const select = $("process");
   select.add(new Option("all processes", ""));
-  for (const p of data.processes) select.add(new Option(p.pid + (p.command ? " " + p.command.slice(0, 60) : ""), String(p.pid)));
+  for (const p of data.processes || []) select.add(new Option(p.pid + (p.command ? " " + p.command.slice(0, 60) : ""), String(p.pid)));
   select.onchange = () => { state.pid = select.value === "" ? null : Number(select.value); state.zoom = []; recompute(); };
-  table("processes", ["pid", "command", "start", "end", "status"], data.processes.map((p) =>
+  table("processes", ["pid", "command", "start", "end", "status"], (data.processes || []).map((p) =>
     [[String(p.pid)], [p.command || "", "name"], [p.start_ns === null ? "" : seconds(p.start_ns)],
      [p.end_ns === null ? "" : seconds(p.end_ns)], [p.status || ""]]));
   window.addEventListener("resize", draw);
 
   // ---- heap over time: hover reads it, a drag picks the range ----
-  const svg = $("chart");
-  const NS = "http://www.w3.org/2000/svg";
-  function el(name, attrs, text) {
-    const e = document.createElementNS(NS, name);
-    for (const k in attrs) e.setAttribute(k, attrs[k]);
-    if (text !== undefined) e.textContent = text;
-    svg.appendChild(e);
-    return e;
-  }
-  const pts = data.timeline;
-  const rss = data.rss || [];
-  const W = 1000, H = 220, L = 60, B = 20, T = 20;
-  const ends = [pts.length ? pts[pts.length - 1].time_ns + data.timeline_bucket_ns : 1, data.peak.time_ns,
-                data.duration_ns, 1];
-  if (rss.length) ends.push(rss[rss.length - 1].time_ns + data.rss_bucket_ns);
-  const tmax = Math.max(...ends);
-  const ymax = Math.max(data.peak.bytes, ...rss.map((p) => p.bytes), 1);
-  const X = (t) => L + (W - L - 10) * Math.min(t, tmax) / tmax;
-  const Y = (v) => H - B - (H - B - T) * v / ymax;
-  svg.setAttribute("data-tmax", tmax);  // for tests: where a time is on the chart
-  const timeAt = (x) => Math.max(0, Math.min(tmax, (x - L) * tmax / (W - L - 10)));
-  for (const w of data.windows || []) {
-    const x0 = X(w.start_ns), x1 = X(w.end_ns === null ? tmax : w.end_ns);
-    el("rect", { x: x0, y: T, width: Math.max(x1 - x0, 1), height: H - B - T, class: "band" });
-    el("text", { x: x0 + 2, y: T + 12, class: "bandlabel" }, "#" + w.number + (w.name ? " " + w.name : ""));
-  }
-  function steps(series, bucket) {
-    let path = "M" + X(0) + "," + Y(0);
-    for (const p of series) path += " L" + X(p.time_ns) + "," + Y(p.bytes) + " L" + X(p.time_ns + bucket) + "," + Y(p.bytes);
-    return path;
-  }
-  const d = steps(pts, data.timeline_bucket_ns);
-  el("path", { d: d + " L" + X(tmax) + "," + Y(0) + " Z", class: "area" });
-  el("path", { d: d, class: "line" });
-  if (rss.length) el("path", { d: steps(rss, data.rss_bucket_ns), class: "rss" });
-  for (const p of data.processes) {
-    if (p.start_ns === null) continue;
-    el("line", { x1: X(p.start_ns), x2: X(p.start_ns), y1: H - B, y2: H - B - 8, class: "pstart" });
-    if (p.end_ns !== null) el("line", { x1: X(p.end_ns), x2: X(p.end_ns), y1: H - B, y2: H - B - 8, class: "pend" });
-  }
-  el("text", { x: 2, y: T + 4 }, human(ymax));
-  el("text", { x: 2, y: H - B }, "0");
-  el("text", { x: L, y: H - 4 }, "0 s");
-  el("text", { x: W - 70, y: H - 4 }, seconds(tmax));
-  if (rss.length) el("text", { x: W - 260, y: H - 4, class: "legend" }, "heap (blue), RSS (orange)");
-  el("circle", { cx: X(data.peak.time_ns), cy: Y(data.peak.bytes), r: 5, class: "peak" });
-  el("text", { x: Math.min(X(data.peak.time_ns) + 8, W - 220), y: T - 6 + 12, class: "peaklabel" },
-     "peak " + human(data.peak.bytes) + " at " + seconds(data.peak.time_ns));
-  const sel = el("rect", { x: 0, y: T, width: 0, height: H - B - T, class: "sel", visibility: "hidden" });
-  const cursor = el("line", { x1: 0, x2: 0, y1: T, y2: H - B, class: "cursor", visibility: "hidden" });
-  // The level at `t`: the last point of `series` at or before it (both series are steps).
-  function at(series, t) {
-    let lo = 0, hi = series.length - 1, found = null;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      if (series[mid].time_ns <= t) { found = series[mid]; lo = mid + 1; } else hi = mid - 1;
+  // (none with --diff: it has no time)
+  if (!DIFF) (function chart() {
+    const svg = $("chart");
+    const NS = "http://www.w3.org/2000/svg";
+    function el(name, attrs, text) {
+      const e = document.createElementNS(NS, name);
+      for (const k in attrs) e.setAttribute(k, attrs[k]);
+      if (text !== undefined) e.textContent = text;
+      svg.appendChild(e);
+      return e;
     }
-    return found;
-  }
-  function chartX(e) { const r = svg.getBoundingClientRect(); return (e.clientX - r.left) * W / r.width; }
-  let dragFrom = null;
-  svg.addEventListener("mousemove", (e) => {
-    const x = Math.max(L, Math.min(W - 10, chartX(e)));
-    const t = timeAt(x);
-    cursor.setAttribute("x1", x); cursor.setAttribute("x2", x); cursor.setAttribute("visibility", "visible");
-    const h = at(pts, t), r = at(rss, t);
-    $("readout").textContent = seconds(t) + ": heap " + (h ? human(h.bytes) : "0 B") +
-      (rss.length ? ", RSS " + (r ? human(r.bytes) : "-") : "");
-    if (dragFrom !== null) {
-      sel.setAttribute("x", Math.min(dragFrom, x)); sel.setAttribute("width", Math.abs(x - dragFrom));
-      sel.setAttribute("visibility", "visible");
+    const pts = data.timeline;
+    const rss = data.rss || [];
+    const W = 1000, H = 220, L = 60, B = 20, T = 20;
+    const ends = [pts.length ? pts[pts.length - 1].time_ns + data.timeline_bucket_ns : 1, data.peak.time_ns,
+                  data.duration_ns, 1];
+    if (rss.length) ends.push(rss[rss.length - 1].time_ns + data.rss_bucket_ns);
+    const tmax = Math.max(...ends);
+    const ymax = Math.max(data.peak.bytes, ...rss.map((p) => p.bytes), 1);
+    const X = (t) => L + (W - L - 10) * Math.min(t, tmax) / tmax;
+    const Y = (v) => H - B - (H - B - T) * v / ymax;
+    svg.setAttribute("data-tmax", tmax);  // for tests: where a time is on the chart
+    const timeAt = (x) => Math.max(0, Math.min(tmax, (x - L) * tmax / (W - L - 10)));
+    for (const w of data.windows || []) {
+      const x0 = X(w.start_ns), x1 = X(w.end_ns === null ? tmax : w.end_ns);
+      el("rect", { x: x0, y: T, width: Math.max(x1 - x0, 1), height: H - B - T, class: "band" });
+      el("text", { x: x0 + 2, y: T + 12, class: "bandlabel" }, "#" + w.number + (w.name ? " " + w.name : ""));
     }
-  });
-  svg.addEventListener("mouseleave", () => { cursor.setAttribute("visibility", "hidden"); });
-  svg.addEventListener("mousedown", (e) => { dragFrom = Math.max(L, Math.min(W - 10, chartX(e))); e.preventDefault(); });
-  window.addEventListener("mouseup", (e) => {
-    if (dragFrom === null) return;
-    const x = Math.max(L, Math.min(W - 10, chartX(e)));
-    const x0 = Math.min(dragFrom, x), x1 = Math.max(dragFrom, x);
-    dragFrom = null;
-    if (x1 - x0 < 3) { if (!state.range) sel.setAttribute("visibility", "hidden"); return; }
-    const b0 = Math.min(NB - 1, Math.floor(timeAt(x0) / S.bucket_ns));
-    const b1 = Math.min(NB - 1, Math.max(b0, Math.ceil(timeAt(x1) / S.bucket_ns) - 1));
-    setRange([b0, b1]);
-  });
-  function setRange(range) {
-    state.range = range;
-    state.zoom = [];
-    if (range) {
-      const x0 = X(range[0] * S.bucket_ns), x1 = X((range[1] + 1) * S.bucket_ns);
-      sel.setAttribute("x", x0); sel.setAttribute("width", Math.max(x1 - x0, 1)); sel.setAttribute("visibility", "visible");
-      $("range").textContent = "range " + seconds(range[0] * S.bucket_ns) + " to " + seconds((range[1] + 1) * S.bucket_ns);
-    } else {
-      sel.setAttribute("visibility", "hidden");
-      $("range").textContent = "whole recording";
+    function steps(series, bucket) {
+      let path = "M" + X(0) + "," + Y(0);
+      for (const p of series) path += " L" + X(p.time_ns) + "," + Y(p.bytes) + " L" + X(p.time_ns + bucket) + "," + Y(p.bytes);
+      return path;
     }
-    recompute();
-  }
-  $("clear-range").onclick = () => setRange(null);
+    const d = steps(pts, data.timeline_bucket_ns);
+    el("path", { d: d + " L" + X(tmax) + "," + Y(0) + " Z", class: "area" });
+    el("path", { d: d, class: "line" });
+    if (rss.length) el("path", { d: steps(rss, data.rss_bucket_ns), class: "rss" });
+    for (const p of data.processes) {
+      if (p.start_ns === null) continue;
+      el("line", { x1: X(p.start_ns), x2: X(p.start_ns), y1: H - B, y2: H - B - 8, class: "pstart" });
+      if (p.end_ns !== null) el("line", { x1: X(p.end_ns), x2: X(p.end_ns), y1: H - B, y2: H - B - 8, class: "pend" });
+    }
+    el("text", { x: 2, y: T + 4 }, human(ymax));
+    el("text", { x: 2, y: H - B }, "0");
+    el("text", { x: L, y: H - 4 }, "0 s");
+    el("text", { x: W - 70, y: H - 4 }, seconds(tmax));
+    if (rss.length) el("text", { x: W - 260, y: H - 4, class: "legend" }, "heap (blue), RSS (orange)");
+    el("circle", { cx: X(data.peak.time_ns), cy: Y(data.peak.bytes), r: 5, class: "peak" });
+    el("text", { x: Math.min(X(data.peak.time_ns) + 8, W - 220), y: T - 6 + 12, class: "peaklabel" },
+       "peak " + human(data.peak.bytes) + " at " + seconds(data.peak.time_ns));
+    const sel = el("rect", { x: 0, y: T, width: 0, height: H - B - T, class: "sel", visibility: "hidden" });
+    const cursor = el("line", { x1: 0, x2: 0, y1: T, y2: H - B, class: "cursor", visibility: "hidden" });
+    // The level at `t`: the last point of `series` at or before it (both series are steps).
+    function at(series, t) {
+      let lo = 0, hi = series.length - 1, found = null;
+      while (lo <= hi) {
+        const mid = (lo + hi) >> 1;
+        if (series[mid].time_ns <= t) { found = series[mid]; lo = mid + 1; } else hi = mid - 1;
+      }
+      return found;
+    }
+    function chartX(e) { const r = svg.getBoundingClientRect(); return (e.clientX - r.left) * W / r.width; }
+    let dragFrom = null;
+    svg.addEventListener("mousemove", (e) => {
+      const x = Math.max(L, Math.min(W - 10, chartX(e)));
+      const t = timeAt(x);
+      cursor.setAttribute("x1", x); cursor.setAttribute("x2", x); cursor.setAttribute("visibility", "visible");
+      const h = at(pts, t), r = at(rss, t);
+      $("readout").textContent = seconds(t) + ": heap " + (h ? human(h.bytes) : "0 B") +
+        (rss.length ? ", RSS " + (r ? human(r.bytes) : "-") : "");
+      if (dragFrom !== null) {
+        sel.setAttribute("x", Math.min(dragFrom, x)); sel.setAttribute("width", Math.abs(x - dragFrom));
+        sel.setAttribute("visibility", "visible");
+      }
+    });
+    svg.addEventListener("mouseleave", () => { cursor.setAttribute("visibility", "hidden"); });
+    svg.addEventListener("mousedown", (e) => { dragFrom = Math.max(L, Math.min(W - 10, chartX(e))); e.preventDefault(); });
+    window.addEventListener("mouseup", (e) => {
+      if (dragFrom === null) return;
+      const x = Math.max(L, Math.min(W - 10, chartX(e)));
+      const x0 = Math.min(dragFrom, x), x1 = Math.max(dragFrom, x);
+      dragFrom = null;
+      if (x1 - x0 < 3) { if (!state.range) sel.setAttribute("visibility", "hidden"); return; }
+      const b0 = Math.min(NB - 1, Math.floor(timeAt(x0) / S.bucket_ns));
+      const b1 = Math.min(NB - 1, Math.max(b0, Math.ceil(timeAt(x1) / S.bucket_ns) - 1));
+      setRange([b0, b1]);
+    });
+    function setRange(range) {
+      state.range = range;
+      state.zoom = [];
+      if (range) {
+        const x0 = X(range[0] * S.bucket_ns), x1 = X((range[1] + 1) * S.bucket_ns);
+        sel.setAttribute("x", x0); sel.setAttribute("width", Math.max(x1 - x0, 1)); sel.setAttribute("visibility", "visible");
+        $("range").textContent = "range " + seconds(range[0] * S.bucket_ns) + " to " + seconds((range[1] + 1) * S.bucket_ns);
+      } else {
+        sel.setAttribute("visibility", "hidden");
+        $("range").textContent = "whole recording";
+      }
+      recompute();
+    }
+    $("clear-range").onclick = () => setRange(null);
+  })();
 
   recompute();
   // ms from the start of the navigation to the page drawn (scripts/bench.sh --html reads it).

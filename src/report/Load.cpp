@@ -43,7 +43,9 @@ Result<Loaded> load(const std::string& artifact, const LoadOptions& opt) {
         *out.stacks = std::move(table).value();
     }
 
-    Analyzer analyzer(*out.stacks, opt.filter, opt.temporary_threshold);
+    // Gone before the stacks are folded: its live blocks are no longer needed then.
+    std::optional<Analyzer> analyzer_holder(std::in_place, *out.stacks, opt.filter, opt.temporary_threshold);
+    Analyzer& analyzer = *analyzer_holder;
     if (opt.site_timeline) analyzer.record_site_timeline();
     if (const std::string timeline = opt.use_timeline ? timeline_path_for(artifact) : std::string(); !timeline.empty()) {
         struct stat st{};
@@ -86,8 +88,10 @@ Result<Loaded> load(const std::string& artifact, const LoadOptions& opt) {
         analyzer.add(ahead[i % kLookahead]);
     if (!read) return naming(artifact, read.error());
     out.analysis = std::move(analyzer).finish();
-    out.folder = std::make_unique<FrameFolder>(opt.fold);
-    fold_sites(out.analysis, *out.folder, opt.debug_packages);
+    analyzer_holder.reset();
+    auto folder = std::make_unique<FrameFolder>(opt.fold);
+    fold_sites(out.analysis, *folder, opt.debug_packages, opt.shown_stacks);
+    if (opt.shown_stacks) out.folder = std::move(folder);
     classify_owners(out.analysis, opt.suppressions);
     return out;
 }

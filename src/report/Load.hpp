@@ -35,6 +35,9 @@ struct LoadOptions {
     bool site_timeline = false;  // Analysis::site_timeline too (--format html)
     bool python_only = false;  // --python-only: stacks as python_only() keeps them (StackTable.hpp)
     FoldOptions fold;       // how stacks are shown (fold_sites)
+    // Keep every site's shown stack (Site::shown): off for a report that reads none (json's
+    // sites), which then gets Analysis::unresolved alone and no Loaded::folder.
+    bool shown_stacks = true;
     bool debug_packages = false;  // ask dpkg which package holds each module with unresolved frames
     std::vector<std::string> suppressions;  // leak:PATTERN patterns (classify_owners)
 };

@@ -14,7 +14,8 @@ struct OutputOptions {
     size_t limit = 10;        // sites per section
     bool colour = false;      // text: ANSI colours (only on a terminal)
     Cost cost = Cost::Peak;   // folded
-    std::string title;        // html, speedscope: what was profiled (the artifact's name)
+    std::string title{};      // html, speedscope: what was profiled (the artifact's name)
+    std::string base_title{};  // html --diff: BASE's name
     bool windows = false;     // text, json: the windows section (--windows)
     // text, json: one view instead of the site sections (Functions.hpp). The first set wins;
     // the command line allows one.

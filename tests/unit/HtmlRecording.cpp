@@ -74,4 +74,23 @@ Analysis html_recording(StackTable& stacks) {
     return std::move(a).finish();
 }
 
+Analysis html_recording_after(StackTable& stacks) {
+    enum : uint64_t { kEarly = 11, kLate, kVector };
+    const Frame malloc_frame{0x7000, "/usr/lib/x86_64-linux-gnu/libc.so.6", "", "malloc", "", 0, false};
+    const Frame new_frame{0x8000, "/usr/lib/x86_64-linux-gnu/libstdc++.so.6", "", "operator new(unsigned long)", "", 0, false};
+    const Frame allocate_frame = frame("std::__new_allocator<int>::allocate(unsigned long, void const*)", "new_allocator.h", 137);
+    stacks.add(kEarly, {malloc_frame, frame("early_build", "app.c", 31), frame("build", "app.c", 20), frame("main", "app.c", 5)});
+    stacks.add(kLate, {malloc_frame, frame("late_build", "app.c", 42), frame("build", "app.c", 20), frame("main", "app.c", 5)});
+    stacks.add(kVector, {malloc_frame, new_frame, allocate_frame,
+                         frame("std::vector<int, std::allocator<int> >::push_back(int const&)", "vec.cc", 12),
+                         frame("main", "app.c", 5)});
+    Analyzer a(stacks, {}, 1);
+    a.record_site_timeline();
+    for (uint64_t i = 0; i < 10; ++i) a.add(event(EventKind::Malloc, 100, html_ms(10 * i), 0x10000 + 0x1000 * i, 1000, kEarly));
+    for (uint64_t i = 10; i-- > 0;) a.add(event(EventKind::Free, 100, html_ms(150), 0x10000 + 0x1000 * i, 0, 0));
+    for (uint64_t i = 0; i < 30; ++i) a.add(event(EventKind::Malloc, 100, html_ms(200 + 5 * i), 0x40000 + 0x1000 * i, 500, kLate));
+    for (uint64_t i = 0; i < 8; ++i) a.add(event(EventKind::Malloc, 100, html_ms(600), 0x90000 + 0x2000 * i, 3000, kVector));
+    return std::move(a).finish();
+}
+
 }  // namespace memtrack::unittest

@@ -23,6 +23,8 @@
 
 #include "../root/DevTools.hpp"
 #include "HtmlRecording.hpp"
+#include "report/Diff.hpp"
+#include "report/FrameNames.hpp"
 #include "report/Output.hpp"
 
 using namespace memtrack;
@@ -254,6 +256,72 @@ TEST_CASE("html page in headless Chromium: hover, a dragged range, views, invert
     REQUIRE(fns.size() == 2);
     CHECK(fns[0] == std::vector<std::string>{"beta_cache", "16.0 KiB", "100.00 %", "16.0 KiB", "4"});
     CHECK(fns[1] == std::vector<std::string>{"beta_main", "16.0 KiB", "100.00 %", "0 B", "4"});
+}
+
+TEST_CASE("html page of --diff in headless Chromium: the differential flamegraph, its colours, the changes") {
+    const HtmlDiffPair pair;
+    TempDir dir;
+    const std::string page = dir / "diff.html";
+    std::ofstream(page) << diff_html(diff(pair.before, pair.after), OutputOptions{.title = "after", .base_title = "before"});
+    DevTools b(chromium_path(), "file://" + page);
+    b.wait_for("document.readyState === 'complete' && document.body.getAttribute('data-rendered') === 'yes'");
+    const double width = b.eval("document.getElementById('flame').clientWidth").to_number<double>();
+    REQUIRE(width > 500);
+    const std::string vector_shown = "std::vector<\u2026>::push_back(int const&)";  // elided, as text shows it
+
+    CHECK(text(b, "title") == "memtrack report --diff: before -> after");
+    // The totals are text's: before's leak is alpha's at its exit, beta's blocks live at the end apart.
+    CHECK(text(b, "summary") == "peak 25.8 KiB -> 38.1 KiB (+12.3 KiB (+47.82 %)), leaked 9.8 KiB -> 38.1 KiB "
+                                "(+28.3 KiB (+290.00 %)), 84 -> 48 allocations, 4 sites changed");
+    // No time with --diff: no chart, no processes.
+    CHECK(b.eval("document.getElementById('time').hidden") == true);
+    CHECK(b.eval("document.getElementById('process').hidden") == true);
+
+    // Live at the peak, widths by the new recording: push_back's 24000 B and late_build's 15000.
+    std::vector<Box> peak = boxes(b);
+    CHECK(names(peak) == std::vector<std::string>{"all", "main", vector_shown, "build", "late_build"});
+    REQUIRE(has(peak, vector_shown));
+    CHECK(box(peak, vector_shown)->width == doctest::Approx(width * 24000 / 39000).epsilon(1e-6));
+    CHECK(box(peak, "all")->width == doctest::Approx(width));
+    const auto classes = [&](const std::string& name) {
+        return std::string(b.eval(frame_expr(name) + ".className").as_string());
+    };
+    CHECK(classes("late_build") == "fg grew");
+    CHECK(classes(vector_shown) == "fg grew");
+    CHECK(classes("main") == "fg grew");
+    CHECK(rows(b, "totals") == std::vector<std::vector<std::string>>{
+                                   {"live at the peak", "25.8 KiB", "38.1 KiB", "+12.3 KiB (+47.82 %)"},
+                                   {"leaked", "9.8 KiB", "38.1 KiB", "+28.3 KiB (+290.00 %)"},
+                                   {"allocated", "38.7 KiB", "47.9 KiB", "+9.2 KiB (+23.79 %)"},
+                                   {"allocations", "84 calls", "48 calls", "-36 calls (-42.86 %)"}});
+    CHECK(rows(b, "sites") == std::vector<std::vector<std::string>>{
+                                  {"1", "0 B", "23.4 KiB", "+23.4 KiB", vector_shown, "vec.cc:12"},
+                                  {"2", "16.0 KiB", "0 B", "-16.0 KiB (-100.00 %)", "beta_cache", "beta.c:9"},
+                                  {"3", "9.8 KiB", "14.6 KiB", "+4.9 KiB (+50.00 %)", "late_build", "app.c:42"}});
+    {
+        const auto [x, y] = centre(b, frame_expr("late_build"));
+        b.move(x, y);
+        CHECK(text(b, "tip") == "late_buildat app.c:42peak: 9.8 KiB -> 14.6 KiB (+4.9 KiB (+50.00 %))"
+                                "calls: 30, allocated 14.6 KiB in after");
+    }
+
+    // Widths by base: beta's site, gone since, drawn and blue; push_back (new) not drawn.
+    click(b, "document.getElementById('width-base')");
+    std::vector<Box> by_base = boxes(b);
+    CHECK(names(by_base) == std::vector<std::string>{"all", "beta_main", "beta_cache", "main", "build", "late_build"});
+    REQUIRE(has(by_base, "beta_cache"));
+    CHECK(box(by_base, "beta_cache")->width == doctest::Approx(width * 16384 / 26384).epsilon(1e-6));
+    CHECK(classes("beta_cache") == "fg shrank");
+    CHECK_MESSAGE(text(b, "scope") == "before -> after: widths by base, red grew, blue shrank", text(b, "scope"));
+
+    // Allocations: temp_loop's 50 calls gone; early_build's 10 the same (grey, in no row).
+    click(b, "document.querySelector('button[data-view=allocations]')");
+    CHECK(classes("temp_loop") == "fg shrank");
+    CHECK(classes("early_build") == "fg same");
+    const auto sites = rows(b, "sites");
+    REQUIRE(sites.size() == 4);
+    CHECK(sites[0] == std::vector<std::string>{"1", "50 calls", "0 calls", "-50 calls (-100.00 %)", "temp_loop", "app.c:50"});
+    CHECK(sites[1] == std::vector<std::string>{"2", "20 calls", "30 calls", "+10 calls (+50.00 %)", "late_build", "app.c:42"});
 }
 
 int main(int argc, char** argv) {

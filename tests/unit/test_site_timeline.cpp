@@ -2,10 +2,17 @@
 // time bucket, summing to the sites' own figures; buckets merging as time runs on.
 #include <doctest/doctest.h>
 
+#include <regex>
+#include <set>
+#include <sstream>
 #include <string>
+
+#include <boost/json/parse.hpp>
 
 #include "HtmlRecording.hpp"
 #include "ReportScenario.hpp"
+#include "report/Diff.hpp"
+#include "report/FrameNames.hpp"
 #include "report/Output.hpp"
 #include "report/SiteTimeline.hpp"
 
@@ -31,6 +38,25 @@ const SiteSeries& series_of(const Analysis& a, const std::string& function) {
 }
 
 uint32_t bucket_at(const Analysis& a, uint64_t t) { return uint32_t(t / a.site_timeline.bucket_ns); }
+
+// The page's embedded data.
+boost::json::object page_data(const std::string& html) {
+    const std::string open = "id=\"memtrack-data\">";
+    const size_t from = html.find(open);
+    REQUIRE(from != std::string::npos);
+    const size_t to = html.find("</script>", from);
+    return boost::json::parse(html.substr(from + open.size(), to - from - open.size())).as_object();
+}
+
+// A list entry's stack ("s": frame ids root first) as "a;b;c", by the frames' names.
+std::string stack_of(const boost::json::object& series, const boost::json::value& entry) {
+    std::string out;
+    for (const auto& id : entry.at("s").as_array()) {
+        if (!out.empty()) out += ';';
+        out += series.at("frames").as_array().at(size_t(id.as_int64())).as_array().at(0).as_string();
+    }
+    return out;
+}
 
 }  // namespace
 
@@ -130,4 +156,51 @@ TEST_CASE("html: the page embeds the series, its frames with where they are, and
     CHECK(html.find("{\"s\":[5,6],\"pid\":200,\"p\":16384,\"c\":[61,4,16384,0,0,0,16384,4]}") != std::string::npos);
     CHECK(html.find("{\"pid\":100,\"start_ns\":0,\"end_ns\":900000000,\"command\":\"alpha --run\",\"status\":\"exit 0\"}") !=
           std::string::npos);
+}
+
+TEST_CASE("html: the flamegraph names frames as text and folded do (folding, --hide-frames, elided templates)") {
+    StackTable stacks;
+    Analysis a = html_recording_after(stacks);
+    FoldOptions fold;
+    fold.hide = std::regex("^early_build$");
+    FrameFolder folder(fold);
+    fold_sites(a, folder, false);
+    const boost::json::object data = page_data(html_report(a, {}));
+    const boost::json::object& series = data.at("series").as_object();
+    std::set<std::string> page;
+    for (const auto& entry : series.at("list").as_array()) page.insert(stack_of(series, entry));
+    CHECK(page == std::set<std::string>{"main;build", "main;build;late_build", "main;std::vector<\u2026>::push_back(int const&)"});
+    // The same stacks as folded's, frame for frame.
+    std::set<std::string> folded;
+    std::istringstream lines(folded_report(a, OutputOptions{.cost = Cost::Allocated}));
+    for (std::string line; std::getline(lines, line);) folded.insert(line.substr(0, line.rfind(' ')));
+    CHECK(page == folded);
+    // Where each frame is: the shown frame's file:line.
+    CHECK(series.at("frames").as_array().at(0) == boost::json::array{"main", "app.c:5"});
+}
+
+TEST_CASE("html --diff: every matched stack with both recordings' amounts") {
+    const HtmlDiffPair pair;
+    const Diff d = diff(pair.before, pair.after);
+    const boost::json::object data = page_data(diff_html(d, OutputOptions{.title = "after", .base_title = "before"}));
+    CHECK(data.at("title") == "after");
+    const boost::json::object& page = data.at("diff").as_object();
+    CHECK(page.at("base_title") == "before");
+    // Totals: peak, leaked, allocated, allocations.
+    // Leaked: text's total, alpha's leak at its exit (beta's blocks live at the end apart).
+    CHECK(page.at("base") == boost::json::array{26384, 10000, 39584, 84});
+    CHECK(page.at("now") == boost::json::array{39000, 39000, 49000, 48});
+    CHECK(page.at("changed_sites") == 4);
+    // One entry per stack of either recording, unchanged ones too (early_build), by folded name.
+    std::map<std::string, std::pair<boost::json::value, boost::json::value>> rows;
+    for (const auto& entry : page.at("list").as_array())
+        rows[stack_of(page, entry)] = {entry.at("b"), entry.at("n")};
+    using P = std::pair<boost::json::value, boost::json::value>;
+    CHECK(rows.size() == 5);
+    CHECK(rows["main;build;early_build"] == P{boost::json::array{0, 0, 10000, 10}, boost::json::array{0, 0, 10000, 10}});
+    CHECK(rows["main;build;late_build"] == P{boost::json::array{10000, 10000, 10000, 20}, boost::json::array{15000, 15000, 15000, 30}});
+    CHECK(rows["main;temp_loop"] == P{boost::json::array{0, 0, 3200, 50}, boost::json::array{0, 0, 0, 0}});
+    CHECK(rows["beta_main;beta_cache"] == P{boost::json::array{16384, 16384, 16384, 4}, boost::json::array{0, 0, 0, 0}});
+    CHECK(rows["main;std::vector<\u2026>::push_back(int const&)"] ==
+          P{boost::json::array{0, 0, 0, 0}, boost::json::array{24000, 24000, 24000, 8}});
 }
