@@ -381,13 +381,13 @@ private:
                        unheld);
             if (status == 0) status = 1;
         }
-        // Exec'd images the loader's hook never held. A warning, not a failure: in a CI run the
-        // counter rose for an exec'd process whose allocation was recorded all the same (its
-        // libraries already probed), so it does not yet mean a loss (issue 29 has the hunt).
+        // Exec'd images the loader's hook never held and whose allocator no probe served (BPF
+        // counts none whose allocator calls were recorded): their allocations are missing.
         if (auto n = counters.read(MT_COUNTER_LOADER_HOOKS_MISSED); n && n.value() > 0) {
-            log::warn("{} exec'd processes were not held at the loader's hook: their allocations may be missing "
-                      "(stats: loader_hooks_missed)",
-                      n.value());
+            log::error("{} exec'd processes ran without their allocator probed (the loader's hook never held "
+                       "them): their allocations are missing (stats: loader_hooks_missed)",
+                       n.value());
+            if (status == 0) status = 1;
         }
         // Any counter read that failed, these or the stats' (shown there as 0): the run cannot
         // vouch for what it did not read.
