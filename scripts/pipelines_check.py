@@ -55,7 +55,7 @@ def main():
     if s.get("loader_hooks_missed"):
         problems.append(f"{s['loader_hooks_missed']} exec'd processes never held by the loader's hook "
                         f"(untrapped {s['loader_missed_untrapped']}, rejected {s['loader_missed_rejected']}, "
-                        f"unheld {s['loader_missed_unheld']})")
+                        f"unheld {s['loader_missed_unheld']}, no hook {s['loader_missed_no_hook']})")
     if s["dropped"]:
         problems.append(f"{s['dropped']} records dropped")
     print(f"execs={sum(len(v) for v in by_program.values())} events={sum(counts.values())} "

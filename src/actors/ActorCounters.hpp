@@ -74,6 +74,7 @@ struct LinkCounters {
     // process image, whether found in the loader's list or in the process's mappings.
     Counter code_objects_examined;
     Counter code_full_scans;  // new-code holds that read all of a process's mappings
+    Counter exit_wakeups_early;  // pidfd waits that completed while the process still ran (ProcessLinks::on_exit)
 };
 
 }  // namespace memtrack

@@ -111,6 +111,7 @@ private:
     void scan_held(bool all = false);
     void arm_spawn_watch();
     void arm_backstop();
+    void watch_exit(pid_t pid, boost::asio::posix::stream_descriptor& watch);
     void on_exit(pid_t pid);
     static int on_spawn_record(void* ctx, void* data, size_t size);
 

@@ -77,6 +77,7 @@ KernelCounters read_kernel_counters(const BpfSession& bpf) {
     k.loader_missed_untrapped = bpf.counters().shown(MT_COUNTER_LOADER_MISSED_UNTRAPPED);
     k.loader_missed_rejected = bpf.counters().shown(MT_COUNTER_LOADER_MISSED_REJECTED);
     k.loader_missed_unheld = bpf.counters().shown(MT_COUNTER_LOADER_MISSED_UNHELD);
+    k.loader_missed_no_hook = bpf.counters().shown(MT_COUNTER_LOADER_MISSED_NO_HOOK);
     k.events_max_fill_bytes = bpf.max_fill_bytes(0);
     k.stacks_max_fill_bytes = bpf.max_fill_bytes(1);
     k.stop_bytes = bpf.stop_bytes();
@@ -195,6 +196,7 @@ boost::json::object stats_json(const RunCounters& c) {
         {"loader_missed_untrapped", k.loader_missed_untrapped},
         {"loader_missed_rejected", k.loader_missed_rejected},
         {"loader_missed_unheld", k.loader_missed_unheld},
+        {"loader_missed_no_hook", k.loader_missed_no_hook},
         {"spawn_held_ms", ms_summary(pauses.spawn_held_ns)},
         {"new_code_held_ms", ms_summary(pauses.new_code_held_ns)},
         {"processes_without_allocator", links.processes_without_allocator.get()},
@@ -204,6 +206,7 @@ boost::json::object stats_json(const RunCounters& c) {
         {"object_files_lookups", c.objects.lookups},
         {"object_files_failed", c.objects.failed},
         {"object_files_reopened", c.objects.reopened},
+        {"exit_wakeups_early", links.exit_wakeups_early.get()},
     };
     boost::json::object kinds;
     for (size_t i = 0; i < kAllocatorKinds; ++i) kinds[kind_name(AllocatorKind(i))] = links.objects_by_kind[i].get();

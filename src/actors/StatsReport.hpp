@@ -35,7 +35,8 @@ struct KernelCounters {
     // processes held before they ran that ran all the same.
     uint64_t holds_broken = 0, holds_restopped = 0, holds_unrestored = 0, holds_escaped = 0;
     // Exec'd images whose loader hook never held them, and why (record.h).
-    uint64_t loader_hooks_missed = 0, loader_missed_untrapped = 0, loader_missed_rejected = 0, loader_missed_unheld = 0;
+    uint64_t loader_hooks_missed = 0, loader_missed_untrapped = 0, loader_missed_rejected = 0, loader_missed_unheld = 0,
+             loader_missed_no_hook = 0;
     uint64_t events_max_fill_bytes = 0, stacks_max_fill_bytes = 0;
     uint64_t stop_bytes = 0;  // the events ring's stop mark
     uint64_t counter_read_errors = 0;  // BpfCounters reads that failed (their figures show 0)

@@ -173,6 +173,7 @@ struct thread_state {
 	__u64 map_sp;                       /* its entry stack pointer; 0: none to record */
 	__u64 map_arg0, map_arg1, map_arg2; /* its arguments */
 	__u32 in_dlopen;                    /* dlopen calls in flight (a constructor may dlopen) */
+	__u32 image_allocated;              /* this thread told exec_watch an allocator probe applied */
 };
 
 struct {
@@ -828,6 +829,11 @@ int alloc_entry(struct pt_regs *ctx)
 	struct thread_state *st = state(true);
 	if (!st)
 		return 0;
+	/* Once per thread and image (on_exec resets it): no per-call lookup of exec_watch. */
+	if (func < MT_FUNC_INTERNAL && !st->image_allocated) {
+		st->image_allocated = 1;
+		exec_watch_note(MT_EXEC_WATCH_ALLOCATED);
+	}
 	/* The stack pointer at the call's entry, pointing at its return address. */
 	__u64 sp = PT_REGS_SP(ctx);
 
@@ -1142,6 +1148,9 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	bpf_map_delete_elem(&unwind_procs, &tgid); /* and described again, while it is held below */
 	bpf_map_delete_elem(&python_procs, &tgid);
 	bpf_map_delete_elem(&exec_watch, &tgid); /* user space watches the new image if it maps the loader */
+	struct thread_state *st = state(false);
+	if (st)
+		st->image_allocated = 0; /* the only thread left: others start with none */
 	emit(MT_KIND_EXEC, 0, 0, 0, 0);
 	emit_exec_texts(bprm);
 	/* Its executable (a static one holds its allocator) is probed before its first instruction. */
@@ -1177,9 +1186,11 @@ static __always_inline __u64 exit_status(struct task_struct *task)
 
 /*
  * The process's last image mapped the loader and its hook never held it: its libraries were
- * never probed. Counted unless the loader could not have reached its hook at RT_CONSISTENT: a
+ * never examined. Counted unless the loader could not have reached its hook at RT_CONSISTENT: a
  * process killed by a signal, the loader's own failure (exit code 127: a library missing), or
- * a hook seen at RT_ADD only (ldd: the loader lists the libraries and exits before they run).
+ * a hook seen at RT_ADD only (ldd: the loader lists the libraries and exits before they run);
+ * and unless an allocator probe applied in the image: its allocator was probed all the same
+ * (links on the same C library its parent mapped), so nothing of it went unrecorded.
  */
 static __always_inline void loader_hook_settle(__u32 tgid, __u64 status)
 {
@@ -1188,14 +1199,16 @@ static __always_inline void loader_hook_settle(__u32 tgid, __u64 status)
 		return;
 	__u32 bits = *w;
 	bpf_map_delete_elem(&exec_watch, &tgid);
-	if (!(bits & MT_EXEC_WATCH_LOADER) || (bits & MT_EXEC_WATCH_HELD) || (status & 0x7f) ||
-	    ((status >> 8) & 0xff) == 127)
+	if (!(bits & MT_EXEC_WATCH_LOADER) || (bits & (MT_EXEC_WATCH_HELD | MT_EXEC_WATCH_ALLOCATED)) ||
+	    (status & 0x7f) || ((status >> 8) & 0xff) == 127)
 		return;
 	if ((bits & MT_EXEC_WATCH_HOOK) && !(bits & MT_EXEC_WATCH_UNHELD))
 		return;
 	count(MT_COUNTER_LOADER_HOOKS_MISSED);
-	if (bits & (MT_EXEC_WATCH_TRAPPED | MT_EXEC_WATCH_HOOK))
+	if (bits & MT_EXEC_WATCH_UNHELD)
 		count(MT_COUNTER_LOADER_MISSED_UNHELD);
+	else if (bits & MT_EXEC_WATCH_TRAPPED)
+		count(MT_COUNTER_LOADER_MISSED_NO_HOOK);
 	else if (bits & MT_EXEC_WATCH_REJECTED)
 		count(MT_COUNTER_LOADER_MISSED_REJECTED);
 	else

@@ -176,6 +176,7 @@ enum mt_arg_reg {
 #define MT_EXEC_WATCH_HOOK 0x8     /* the loader's hook trapped, in any state */
 #define MT_EXEC_WATCH_HELD 0x10    /* the hook at RT_CONSISTENT took the new-code hold */
 #define MT_EXEC_WATCH_UNHELD 0x20  /* the hook at RT_CONSISTENT found the hold taken already */
+#define MT_EXEC_WATCH_ALLOCATED 0x40 /* an allocator probe applied in it: its allocator is probed */
 /*
  * MT_FUNC_LOADER: bits 32-63 hold the signed distance from the probed instruction to the
  * loader's `_r_debug` (0: unknown), whose r_state says which change the hook announces.
@@ -253,7 +254,8 @@ enum mt_counter {
 	MT_COUNTER_LOADER_HOOKS_MISSED,
 	MT_COUNTER_LOADER_MISSED_UNTRAPPED, /* no mapping or loader probe ran for the image */
 	MT_COUNTER_LOADER_MISSED_REJECTED,  /* only shared links trapped in it, and did not apply */
-	MT_COUNTER_LOADER_MISSED_UNHELD,    /* its hook found the hold taken, or only mapping probes ran */
+	MT_COUNTER_LOADER_MISSED_UNHELD,    /* its hook at RT_CONSISTENT found the new-code hold taken */
+	MT_COUNTER_LOADER_MISSED_NO_HOOK,   /* the loader's mapping probes ran, its hook never trapped */
 	/* time_parts only: nanoseconds spent in each part of the allocation return program, summed. */
 	MT_COUNTER_PART_EVENTS,          /* allocation events timed */
 	MT_COUNTER_PART_WALK_NS,         /* the stack walk (CFI rows or bpf_get_stack) */

@@ -1,5 +1,6 @@
 #include "process/ProcessSignal.hpp"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -48,6 +49,16 @@ Result<Fd> open_same_process(int32_t pid, uint64_t start_boottime_ns) {
     const auto ticks = proc_start_ticks(pid);
     if (!ticks || *ticks != start_boottime_ns / (1000000000ull / uint64_t(hz))) return Fd();  // reused pid
     return pidfd;
+}
+
+Result<bool> pidfd_exited(int pidfd) {
+    pollfd p{pidfd, POLLIN, 0};
+    int n;
+    do n = ::poll(&p, 1, 0);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) return errno_error("poll pidfd", std::to_string(pidfd));
+    if (n > 0 && (p.revents & POLLNVAL)) return Error{"poll pidfd", std::to_string(pidfd), EBADF, "not an open fd"};
+    return n > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR)) != 0;
 }
 
 Result<bool> signal_same_process(int32_t pid, uint64_t start_boottime_ns, int sig) {

@@ -17,6 +17,10 @@ Result<void> check_proc_matches_pid_namespace();
 // when it is gone or the pid was reused.
 Result<Fd> open_same_process(int32_t pid, uint64_t start_boottime_ns);
 
+// Whether the process a pidfd names has ended (the pidfd polls readable: its thread group is
+// empty). A wait on a pidfd that completed is no proof of that (ProcessLinks::on_exit).
+Result<bool> pidfd_exited(int pidfd);
+
 // `sig` to pid if it is still that process. false: gone or reused, nothing sent.
 Result<bool> signal_same_process(int32_t pid, uint64_t start_boottime_ns, int sig);
 

@@ -95,10 +95,11 @@ TEST_CASE("counters_exit_status: a dropped record, an escaped process or a faile
     }
 }
 
-TEST_CASE("counters_exit_status: a missed loader hook is a warning, not a failure") {
+TEST_CASE("counters_exit_status: an exec'd image whose allocator went unprobed fails the run") {
     FakeCounters c;
     c.values[MT_COUNTER_LOADER_HOOKS_MISSED] = 1;
-    CHECK(counters_exit_status(0, c.reader(), 0) == 0);
+    CHECK(counters_exit_status(0, c.reader(), 0) == 1);
+    CHECK(counters_exit_status(5, c.reader(), 0) == 5);  // the command's own failure kept
 }
 
 TEST_CASE("counters_exit_status over a BpfCounters whose reads fail: non-zero") {
