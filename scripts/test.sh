@@ -64,9 +64,11 @@ if [[ -n "${CI_RUN:-}" ]]; then
     # The root suite runs 8-10 minutes: past meson's 600 s on a slow runner (a hang bound).
     suites -C build --suite root "${LONG_SUITES[@]}"
     # The lifecycle stress, short (scripts/flood.sh --lifecycle runs 100): 2 runs of the lifecycle
-    # cases under a small ring beside a busy loop.
+    # cases under a small ring beside a busy loop. Then 3 runs of the missed-exec hunt (--pipelines
+    # runs 20; ~8 s a run): 840 exec'd processes, each one's allocations checked.
     if [[ $EUID -eq 0 ]]; then
         "$ROOT/scripts/flood.sh" --lifecycle -R 2 || status=1
+        "$ROOT/scripts/flood.sh" --pipelines -R 3 || status=1
     fi
     # The kernel matrix (scripts/kernels.sh): a subset of the root suite, plain build, in Debian's
     # kernels under qemu, sized to ~3 minutes: five cases on 6.1 (perf-event uprobes, the most
