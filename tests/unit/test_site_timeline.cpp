@@ -75,14 +75,7 @@ TEST_CASE("site timeline: per process and bucket, summing to every site's figure
         for (const SiteSeries& x : a.site_timeline.series) {
             if (&a.sites.at(x.site) != &s) continue;
             peak += x.peak_bytes;
-            for (const SiteBucket& b : x.buckets) {
-                sum.calls += b.calls;
-                sum.bytes += b.bytes;
-                sum.temporary_calls += b.temporary_calls;
-                sum.temporary_bytes += b.temporary_bytes;
-                sum.leaked_bytes += b.leaked_bytes;
-                sum.leaked_blocks += b.leaked_blocks;
-            }
+            for (const SiteBucket& b : x.buckets) merge_into(sum, b);
         }
         CAPTURE(s.frames->front()->function);
         CHECK(sum.calls == s.calls);
