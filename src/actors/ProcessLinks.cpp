@@ -141,8 +141,8 @@ Result<void> ProcessLinks::attach_process(pid_t pid, uint64_t start_boottime, co
         return use_shared(t0, objects);
     }
     for (const ProbedObject& o : objects) note_probed(pid, o);
-    p.exit_watch = std::make_unique<asio::posix::stream_descriptor>(strand_, pidfd.release());
-    watch_exit(pid, *p.exit_watch);
+    p.exit_watch = std::make_unique<ExitWatch>(strand_, std::move(pidfd), &counters_.exit_wakeups_early);
+    p.exit_watch->async_wait([this, pid] { on_exit(pid); });
     processes_.emplace(pid, std::move(p));
     counters_.processes_probed.add();
     counters_.attach_ns.add(monotonic_ns() - t0);
@@ -177,7 +177,7 @@ void ProcessLinks::stop() {
         // Whoever is still held gets its probes now (or is released without them): nobody stays
         // stopped behind us.
         scan_held(true);
-        for (auto& [pid, p] : processes_) p.exit_watch->cancel(ec);
+        for (auto& [pid, p] : processes_) p.exit_watch->cancel();
     });
 }
 
@@ -424,26 +424,9 @@ void ProcessLinks::release_new_code(uint32_t pid, uint32_t source) {
     holds_.release(pid, MT_HOLD_MODULE);
 }
 
-// Its pidfd's wait completes when it exits; on_exit checks that it did.
-void ProcessLinks::watch_exit(pid_t pid, asio::posix::stream_descriptor& watch) {
-    watch.async_wait(asio::posix::stream_descriptor::wait_read, [this, pid](boost::system::error_code ec) {
-        if (!ec) on_exit(pid);
-    });
-}
-
 void ProcessLinks::on_exit(pid_t pid) {
     auto it = processes_.find(pid);
     if (it == processes_.end()) return;
-    // A completed wait is no proof of an exit: with several threads running the io_context, the
-    // reactor may hand an event read for a pidfd just closed (an exited process's) to the
-    // descriptor that reuses its state. Seen in `flood.sh --pipelines` (about one run in 10): a
-    // live process lost its links here before its exec, and its new image ran unrecorded (its
-    // `tracked` mark still said links of its own). Only a pidfd that polls readable has ended.
-    if (auto ended = pidfd_exited(it->second.exit_watch->native_handle()); ended && !*ended) {
-        counters_.exit_wakeups_early.add();
-        watch_exit(pid, *it->second.exit_watch);
-        return;
-    }
     bpf_.closer().close(std::move(it->second.links));
     processes_.erase(it);
     code_.erase(pid);

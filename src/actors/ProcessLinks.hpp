@@ -36,6 +36,7 @@
 #include "probes/LinkCloser.hpp"
 #include "probes/LoaderList.hpp"
 #include "probes/UprobeMultiLink.hpp"
+#include "process/ExitWatch.hpp"
 
 struct ring_buffer;
 
@@ -77,8 +78,8 @@ private:
     using ObjectKey = std::pair<uint64_t, uint64_t>;  // (dev, ino)
     struct Process {
         std::vector<UprobeMultiLink> links;
-        std::unique_ptr<boost::asio::posix::stream_descriptor> exit_watch;  // its pidfd
-        std::map<ObjectKey, ProbedObject> objects;                          // probed, with links
+        std::unique_ptr<ExitWatch> exit_watch;      // on its pidfd
+        std::map<ObjectKey, ProbedObject> objects;  // probed, with links
     };
     // What the new-code notices of one process said since its last exec.
     // Reset at exec.
@@ -111,7 +112,6 @@ private:
     void scan_held(bool all = false);
     void arm_spawn_watch();
     void arm_backstop();
-    void watch_exit(pid_t pid, boost::asio::posix::stream_descriptor& watch);
     void on_exit(pid_t pid);
     static int on_spawn_record(void* ctx, void* data, size_t size);
 

@@ -37,6 +37,7 @@
 #include "process/StopGuard.hpp"
 #include "process/HoldMaps.hpp"
 #include "process/ProcessHolds.hpp"
+#include "process/ExitWatch.hpp"
 #include "process/ProcessSignal.hpp"
 #include "ring/RingView.hpp"
 #include "symbols/Resolver.hpp"
@@ -59,7 +60,8 @@ public:
           events_(io, value_or_throw(RingView::map(bpf.events_ring_fd())), consumer_options(RingConsumer::Records::Events),
                   std::move(artifact), std::move(timeline)),
           pressure_(io_, holds_, WatermarkPolicy{opt.stop_fill, opt.resume_fill}),
-          exit_watch_(io_, ::dup(child.pidfd())), guard_(guard), guard_watch_(io_, ::dup(guard.pidfd())),
+          exit_watch_(io_.get_executor(), Fd(::dup(child.pidfd()))), guard_(guard),
+          guard_watch_(io_.get_executor(), Fd(::dup(guard.pidfd()))),
           signals_(io_, SIGINT, SIGTERM, SIGHUP) {
         watch_pressure(events_);
         std::vector<Lane*> lanes{&events_};
@@ -88,15 +90,11 @@ public:
         pressure_.start();
         links_->start();
         if (control_) control_->start();
-        exit_watch_.async_wait(asio::posix::stream_descriptor::wait_read, [this](boost::system::error_code ec) {
-            if (!ec) shutdown(Reason::CommandExited, 0, nullptr);
-        });
+        exit_watch_.async_wait([this] { shutdown(Reason::CommandExited, 0, nullptr); });
         signals_.async_wait([this](boost::system::error_code ec, int sig) {
             if (!ec) shutdown(Reason::Signal, sig, nullptr);
         });
-        guard_watch_.async_wait(asio::posix::stream_descriptor::wait_read, [this](boost::system::error_code ec) {
-            if (!ec) on_guard_died();
-        });
+        guard_watch_.async_wait([this] { on_guard_died(); });
 
         std::vector<std::thread> pool;
         for (unsigned i = 1; i < opt_.threads; ++i) pool.emplace_back([this] { io_.run(); });
@@ -311,10 +309,8 @@ private:
         links_->stop();
         asio::post(io_, [this] {
             boost::system::error_code ec;
-            exit_watch_.cancel(ec);
-            exit_watch_.close(ec);
-            guard_watch_.cancel(ec);
-            guard_watch_.close(ec);
+            exit_watch_.cancel();
+            guard_watch_.cancel();
             signals_.cancel(ec);
             // Let the shutdown reply reach the client before the socket closes.
             if (control_) control_->stop();
@@ -413,9 +409,9 @@ private:
     std::optional<DrainBarrier> drains_;
     std::unique_ptr<UnwindTables> unwind_;  // with stacks walked by CFI
     std::optional<ProcessLinks> links_;
-    asio::posix::stream_descriptor exit_watch_;
+    ExitWatch exit_watch_;
     const StopGuard& guard_;
-    asio::posix::stream_descriptor guard_watch_;  // memtrack-guard's pidfd: readable once it died
+    ExitWatch guard_watch_;  // memtrack-guard's exit
     asio::signal_set signals_;
     std::atomic<bool> shutting_down_{false};
     Reason reason_ = Reason::CommandExited;

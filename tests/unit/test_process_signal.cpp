@@ -1,5 +1,5 @@
-// pidfd_exited (process/ProcessSignal): the check ProcessLinks::on_exit makes before it closes a
-// process's links, since a completed wait on its pidfd is no proof that it ended.
+// pidfd_exited (process/ProcessSignal) and ExitWatch (process/ExitWatch), which makes that check
+// before it says a process ended, since a completed wait on its pidfd is no proof that it did.
 #include <doctest/doctest.h>
 
 #include <sys/syscall.h>
@@ -9,12 +9,23 @@
 #include <chrono>
 #include <thread>
 
+#include <boost/asio/io_context.hpp>
+
 #include "core/Fd.hpp"
+#include "process/ExitWatch.hpp"
 #include "process/ProcessSignal.hpp"
 
 using namespace memtrack;
 
-TEST_CASE("pidfd_exited: false while the process runs, true once it has ended (zombie or reaped)") {
+namespace {
+
+// A child that runs until the parent closes `gate` (or kills it).
+struct GatedChild {
+    pid_t pid = -1;
+    int gate = -1;  // the parent's end
+};
+
+GatedChild start_gated_child() {
     int gate[2];
     REQUIRE(::pipe(gate) == 0);
     const pid_t child = ::fork();
@@ -26,12 +37,24 @@ TEST_CASE("pidfd_exited: false while the process runs, true once it has ended (z
         ::_exit(0);
     }
     ::close(gate[0]);
-    Fd pidfd(int(::syscall(SYS_pidfd_open, child, 0)));
+    return {child, gate[1]};
+}
+
+Fd open_pidfd(pid_t pid) {
+    Fd pidfd(int(::syscall(SYS_pidfd_open, pid, 0)));
     REQUIRE(pidfd.valid());
+    return pidfd;
+}
+
+}  // namespace
+
+TEST_CASE("pidfd_exited: false while the process runs, true once it has ended (zombie or reaped)") {
+    const auto [child, gate] = start_gated_child();
+    const Fd pidfd = open_pidfd(child);
     auto running = pidfd_exited(pidfd.get());
     REQUIRE(running);
     CHECK_FALSE(*running);
-    ::close(gate[1]);
+    ::close(gate);
     bool ended = false;
     for (int i = 0; i < 2000 && !ended; ++i) {
         auto e = pidfd_exited(pidfd.get());
@@ -45,4 +68,41 @@ TEST_CASE("pidfd_exited: false while the process runs, true once it has ended (z
     auto reaped = pidfd_exited(pidfd.get());
     REQUIRE(reaped);
     CHECK(*reaped);
+}
+
+TEST_CASE("ExitWatch: a completed wait while the process runs is counted and waited again; exited runs once, at the exit") {
+    const auto [child, gate] = start_gated_child();
+    boost::asio::io_context io;
+    Counter early;
+    ExitWatch watch(io.get_executor(), open_pidfd(child), &early);
+    int exited = 0;
+    watch.async_wait([&] { ++exited; });
+    // What the reactor did in flood.sh --pipelines: a completion handed to a live process's watch.
+    watch.completed({});
+    CHECK(exited == 0);
+    CHECK(early.get() == 1);
+    io.poll();  // the wait made again does not complete while the child runs
+    CHECK(exited == 0);
+    ::close(gate);
+    io.run_for(std::chrono::seconds(10));  // returns once the exit was delivered: nothing is left to wait for
+    CHECK(exited == 1);
+    CHECK(early.get() == 1);
+    watch.completed({});  // a late completion after the exit calls nothing twice
+    CHECK(exited == 1);
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+}
+
+TEST_CASE("ExitWatch: nothing runs after cancel, though the process then exits") {
+    const auto [child, gate] = start_gated_child();
+    boost::asio::io_context io;
+    ExitWatch watch(io.get_executor(), open_pidfd(child));
+    int exited = 0;
+    watch.async_wait([&] { ++exited; });
+    watch.cancel();
+    ::close(gate);
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    io.run_for(std::chrono::seconds(10));
+    CHECK(exited == 0);
 }
