@@ -20,6 +20,11 @@ void BatchSink::notify() {
     asio::post(strand_, [this] { on_notify(); });
 }
 
+bool BatchSink::pop(RecordBatch*& raw) {
+    waiting_at_pop_ = in_.read_available();
+    return in_.pop(raw);
+}
+
 void BatchSink::handle(RecordBatch* raw) {
     std::unique_ptr<RecordBatch> batch(raw);
     write_batch(*batch);
@@ -32,7 +37,7 @@ void BatchSink::on_notify() {
     notify_pending_ = false;
     size_t n = 0;
     RecordBatch* raw = nullptr;
-    while (n < kBatchesPerTurn && in_.pop(raw)) {
+    while (n < kBatchesPerTurn && pop(raw)) {
         handle(raw);
         ++n;
     }
@@ -70,7 +75,7 @@ void BatchSink::complete_flushes() {
 void BatchSink::finish(DrainDone done) {
     asio::post(strand_, [this, done = std::move(done)] {
         RecordBatch* raw = nullptr;
-        while (in_.pop(raw)) handle(raw);
+        while (pop(raw)) handle(raw);
         if (!error_ && !finished_) {
             if (auto r = finish_file(); !r) fail(r.error());
         }

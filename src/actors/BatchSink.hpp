@@ -37,8 +37,10 @@ protected:
     bool failed() const { return error_.has_value(); }
     Strand& strand() { return strand_; }
     uint64_t records_handled() const { return records_; }
-    // Batches waiting in the queue.
-    size_t queued() const { return in_.read_available(); }
+    // Batches that were waiting in the queue when the one being written was popped, itself
+    // included: at most the queue's depth. (Read after the pop, the producer may have refilled
+    // the freed slot already: one more than the queue ever held.)
+    size_t waiting_at_pop() const { return waiting_at_pop_; }
 
 private:
     friend class Lane;
@@ -48,6 +50,7 @@ private:
         pool_ = &pool;
     }
     void on_notify();
+    bool pop(RecordBatch*& raw);
     void handle(RecordBatch* raw);
     void complete_flushes();
 
@@ -58,6 +61,7 @@ private:
     std::atomic<bool> notify_pending_{false};
     uint64_t written_pos_ = 0;
     uint64_t records_ = 0;
+    size_t waiting_at_pop_ = 0;
     bool finished_ = false;
     std::optional<Error> error_;
     std::vector<std::pair<uint64_t, DrainDone>> flushes_;

@@ -114,8 +114,7 @@ bool Symbolizer::in_code(int32_t pid, uint64_t ip, std::unordered_set<int32_t>& 
 void Symbolizer::write_batch(const RecordBatch& b) {
     // The strand runs on whichever pool thread: CPU time is read on this one, around the batch.
     const uint64_t cpu_t0 = thread_cpu_ns();
-    // This batch was popped: the ones still queued behind it, plus itself.
-    counters_.max_queued_batches.raise_to(queued() + 1);
+    counters_.max_queued_batches.raise_to(waiting_at_pop());
     buf_.clear();
     std::unordered_set<int32_t> reread;  // processes whose mappings this batch read again
     const uint64_t batch_t0 = monotonic_ns();

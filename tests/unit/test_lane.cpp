@@ -4,12 +4,14 @@
 // driven here step by step.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <string>
 #include <vector>
 
 #include "MemoryRing.hpp"
 #include "TestFiles.hpp"
+#include "actors/BatchSink.hpp"
 #include "actors/DrainBarrier.hpp"
 #include "actors/Lane.hpp"
 #include "actors/Writer.hpp"
@@ -161,4 +163,38 @@ TEST_CASE("DrainBarrier: a drain asked for just before the close is answered, wi
     CHECK(*drained == 50);
     CHECK(*closed == 50);
     check_artifact(l.path, 50);
+}
+
+namespace {
+
+// A sink that notes, for each batch it writes, how many were waiting at its pop; before it looks
+// at its first batch the slot that pop freed is refilled, as the producer may at any moment.
+struct WaitingSink : BatchSink {
+    WaitingSink(boost::asio::io_context& io, BatchQueue& in) : BatchSink(io, in), in_(in) {}
+    void write_batch(const RecordBatch&) override {
+        if (seen.empty()) REQUIRE(in_.push(new RecordBatch));
+        seen.push_back(waiting_at_pop());
+    }
+    Result<void> flush_file() override { return {}; }
+    Result<void> finish_file() override { return {}; }
+    BatchQueue& in_;
+    std::vector<size_t> seen;
+};
+
+}  // namespace
+
+TEST_CASE("BatchSink: the batches waiting at a pop never exceed the queue's depth, though the producer refills at once") {
+    boost::asio::io_context io;
+    BatchQueue queue;
+    WaitingSink sink(io, queue);
+    for (size_t i = 0; i < kBatchQueueDepth; ++i) REQUIRE(queue.push(new RecordBatch));
+    for (size_t turn = 0; turn < 2 * kBatchQueueDepth && queue.read_available() > 0; ++turn) {
+        sink.notify();
+        poll(io);
+    }
+    REQUIRE(sink.seen.size() == kBatchQueueDepth + 1);
+    CHECK(sink.seen.front() == kBatchQueueDepth);  // the refill came after the pop: not counted
+    CHECK(sink.seen[1] == kBatchQueueDepth);       // the queue full again at the next pop
+    CHECK(sink.seen.back() == 1);
+    CHECK(*std::max_element(sink.seen.begin(), sink.seen.end()) == kBatchQueueDepth);
 }
