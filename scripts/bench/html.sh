@@ -14,11 +14,8 @@ mkdir -p "$hdir"
     die "bench/report_artifact failed: $(tail -n 1 "$WORK/log/html_artifact.log")"
 page="$hdir/big.html"
 for ((REP = 1; REP <= REPS; ++REP)); do
-    /usr/bin/time -f '%e %U %S %M' -o "$WORK/t/html.report.$REP" \
-        "$MEMTRACK" report "$hdir/big.MemtrackArtifact.msgpack" --format html -o "$page" 2>"$WORK/log/html.report.$REP.log" ||
+    gnu_timed html.report "$MEMTRACK" report "$hdir/big.MemtrackArtifact.msgpack" --format html -o "$page" ||
         die "memtrack report --format html failed: $(tail -n 1 "$WORK/log/html.report.$REP.log")"
-    awk '{ print $1 }' "$WORK/t/html.report.$REP" >>"$WORK/t/html.report.wall"
-    awk '{ print $4 }' "$WORK/t/html.report.$REP" >>"$WORK/t/html.report.rss"
     "$BUILD/tests/unit/html_timing" "$page" >"$WORK/t/html.timing.$REP" 2>"$WORK/log/html.timing.$REP.log" ||
         die "html_timing failed: $(tail -n 1 "$WORK/log/html.timing.$REP.log")"
     # "name ms name ms ...": one file per name.

@@ -223,7 +223,8 @@ timed_end() {
 # timed TAG LOG CMD... : runs CMD, stdout to LOG.out and stderr to LOG; appends its wall time (s)
 # to $WORK/t/TAG and its CPU time (user + system, s, of CMD and everything it reaped: bash's
 # `time`, i.e. getrusage(RUSAGE_CHILDREN)) to $WORK/t/TAG.cpu; empties the output folder; returns
-# CMD's status. The one timing route of every section.
+# CMD's status. The one timing route of every section's runs, but those measured with their
+# memory by GNU time (gnu_timed).
 TIMEFORMAT='%3R %3U %3S'
 timed() {
     local tag="$1" log="$2" rc=0 t0
@@ -232,6 +233,21 @@ timed() {
     { time "$@" >"$log.out" 2>"$log"; } 2>"$log.time" || rc=$?
     timed_end "$tag" "$t0"
     tail -n 1 "$log.time" | awk '{ printf "%.3f\n", $2 + $3 }' >>"$WORK/t/$tag.cpu"
+    return "$rc"
+}
+
+# gnu_timed NAME CMD... : runs CMD under GNU time, stdout to /dev/null and stderr to
+# $WORK/log/NAME.$REP.log; appends its wall time (s) to $WORK/t/NAME.wall, its CPU time (user +
+# system, s) to $WORK/t/NAME.cpu and its max RSS (KiB) to $WORK/t/NAME.rss; returns CMD's status.
+# For a run measured with its memory (`memtrack report`: --report, --html).
+gnu_timed() {
+    local name="$1" rc=0
+    shift
+    /usr/bin/time -f '%e %U %S %M' -o "$WORK/t/$name.$REP" "$@" >/dev/null 2>"$WORK/log/$name.$REP.log" || rc=$?
+    # The last line: GNU time puts "Command exited with non-zero status N" before the figures.
+    tail -n 1 "$WORK/t/$name.$REP" | awk '{ print $1 }' >>"$WORK/t/$name.wall"
+    tail -n 1 "$WORK/t/$name.$REP" | awk '{ print $2 + $3 }' >>"$WORK/t/$name.cpu"
+    tail -n 1 "$WORK/t/$name.$REP" | awk '{ print $4 }' >>"$WORK/t/$name.rss"
     return "$rc"
 }
 

@@ -19,16 +19,12 @@ base="${MEMTRACK_REPORT_BASE:-}"
 formats=(json folded text pprof html)
 runs=("${formats[@]}" zstd-d artifact-read)
 [[ -n "$base" ]] && runs+=(base-json base-folded)
-# One timed run: name, then the command; GNU time's wall, user, sys and max RSS (KiB).
+# One timed run (lib.sh's gnu_timed): name, then the command; a failure is a warning.
 report_time() {
-    local name="$1"
+    local name="$1" rc=0
     shift
-    local rc=0
-    /usr/bin/time -f '%e %U %S %M' -o "$WORK/t/report.$name.$REP" "$@" >/dev/null 2>"$WORK/log/report.$name.$REP.log" || rc=$?
+    gnu_timed "report.$name" "$@" || rc=$?
     ((rc == 0)) || warning "report run $name rep $REP: exited with $rc ($(tail -n 1 "$WORK/log/report.$name.$REP.log"))"
-    tail -n 1 "$WORK/t/report.$name.$REP" | awk '{ print $1 }' >>"$WORK/t/report.$name.wall"
-    tail -n 1 "$WORK/t/report.$name.$REP" | awk '{ print $2 + $3 }' >>"$WORK/t/report.$name.cpu"
-    tail -n 1 "$WORK/t/report.$name.$REP" | awk '{ print $4 }' >>"$WORK/t/report.$name.rss"
 }
 for ((REP = 1; REP <= REPS; ++REP)); do
     for format in "${formats[@]}"; do

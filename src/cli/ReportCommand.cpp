@@ -52,6 +52,16 @@ uint64_t duration_option(const char* name, const std::string& text) {
     return *v;
 }
 
+// The function view the options ask for (Functions.hpp); Sites for none. run() refuses more than one.
+OutputOptions::View view_of(const ReportOptions& opt) {
+    using View = OutputOptions::View;
+    return opt.by == "function"         ? View::Functions
+           : opt.bottom_up              ? View::BottomUp
+           : opt.top_down               ? View::TopDown
+           : !opt.caller_callee.empty() ? View::CallerCallee
+                                        : View::Sites;
+}
+
 LoadOptions load_options(const ReportOptions& opt) {
     LoadOptions l;
     l.stacks_file = opt.stacks_file;
@@ -78,7 +88,7 @@ LoadOptions load_options(const ReportOptions& opt) {
     l.debug_packages = opt.format == "text";
     // Shown stacks for the formats and views that name frames as folding shows them; json's
     // sites, pprof and speedscope carry raw frames.
-    const bool view = opt.by == "function" || opt.bottom_up || opt.top_down || !opt.caller_callee.empty();
+    const bool view = view_of(opt) != OutputOptions::View::Sites;
     l.shown_stacks = opt.format == "text" || opt.format == "folded" || opt.format == "html" || view || !opt.diff_base.empty();
     return l;
 }
@@ -204,11 +214,7 @@ int run(const ReportOptions& opt) {
     o.base_title = std::string(base_name(opt.diff_base));
     o.windows = opt.windows || !opt.window.empty();
     using View = OutputOptions::View;
-    o.view = opt.by == "function" ? View::Functions
-             : opt.bottom_up      ? View::BottomUp
-             : opt.top_down       ? View::TopDown
-             : !opt.caller_callee.empty() ? View::CallerCallee
-                                          : View::Sites;
+    o.view = view_of(opt);
     o.caller_callee = opt.caller_callee;
     const Analysis& a = loaded->analysis;
     if (o.view == View::CallerCallee)

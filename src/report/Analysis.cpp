@@ -322,6 +322,7 @@ Analysis Analyzer::finish() && {
             for (auto& [pid, p] : processes_) {
                 p.leaked_bytes += p.live_bytes;
                 p.leaked_blocks += p.live_blocks;
+                p.live_bytes = p.live_blocks = 0;  // leaked in it, not live at the end
             }
             a_.window = selected_->number;
         } else {

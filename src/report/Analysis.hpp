@@ -42,7 +42,7 @@ struct ProcessTotals {
     uint64_t leaked_bytes = 0;  // live at its exit, or at the end without a timeline
     uint64_t leaked_blocks = 0;
     // With a timeline (Processes.hpp):
-    uint64_t live_bytes = 0;  // live now; at the end: live at the end of the recording
+    uint64_t live_bytes = 0;  // live now; at the end: live at the end of the recording (--window: 0)
     uint64_t live_blocks = 0;
     uint64_t peak_bytes = 0;  // its own heap's highest
     uint64_t exec_discarded_bytes = 0;  // live when it exec'd: thrown away, not leaked

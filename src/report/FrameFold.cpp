@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "report/FrameNames.hpp"
+
 namespace memtrack::report {
 namespace {
 
@@ -143,10 +145,8 @@ const FrameFolder::FrameView& FrameFolder::view(const Frame* f) {
     if (!fresh) return it->second;
     FrameView& v = it->second;
     v.fold = (!opt_.keep_frames && folded_by_default(*f)) || (opt_.hide && hidden(*f, *opt_.hide));
-    if (f->function.empty())
-        v.name = f->module.empty() ? "[unknown]" : fmt::format("[{}]", std::filesystem::path(f->module).filename().string());
-    else
-        v.name = opt_.full_names ? f->function : elide_templates(f->function);
+    // An unresolved frame is "[module]" as everywhere (frame_name).
+    v.name = f->function.empty() || opt_.full_names ? frame_name(*f) : elide_templates(f->function);
     v.file = trim_build_path(f->file);
     return v;
 }

@@ -19,23 +19,25 @@ std::string frame_name(const Frame& f) {
 
 std::string_view unknown_stack_name(const Site& s) { return s.hash == 0 ? "[no stack]" : "[stack missing]"; }
 
-std::string folded_stack(const Site& s) {
-    if (!s.frames || s.frames->empty()) return std::string(unknown_stack_name(s));
-    std::string out;
+std::vector<NamedFrame> named_frames(const Site& s) {
+    std::vector<NamedFrame> out;
     if (s.shown) {
-        for (auto it = s.shown->frames.rbegin(); it != s.shown->frames.rend(); ++it) {
-            if (!out.empty()) out += ';';
-            const size_t at = out.size();
-            out += it->name;
-            std::replace(out.begin() + ptrdiff_t(at), out.end(), ';', ':');
-        }
-        return out;
+        for (const ShownFrame& f : s.shown->frames) out.push_back({std::string(f.name), f.file, f.line, f.module});
+    } else if (s.frames) {
+        for (const Frame* f : *s.frames) out.push_back({frame_name(*f), f->file, f->line, f->module});
     }
-    for (auto it = s.frames->rbegin(); it != s.frames->rend(); ++it) {
+    return out;
+}
+
+std::string folded_stack(const Site& s) {
+    const std::vector<NamedFrame> frames = named_frames(s);
+    if (frames.empty()) return std::string(unknown_stack_name(s));
+    std::string out;
+    for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
         if (!out.empty()) out += ';';
-        std::string name = frame_name(**it);
-        std::replace(name.begin(), name.end(), ';', ':');
-        out += name;
+        const size_t at = out.size();
+        out += it->name;
+        std::replace(out.begin() + ptrdiff_t(at), out.end(), ';', ':');
     }
     return out;
 }

@@ -24,6 +24,19 @@ std::string frame_name(const Frame& f);
 // (the stacks file lacks it).
 std::string_view unknown_stack_name(const Site& s);
 
+// One frame of a site as every view that names functions names it.
+struct NamedFrame {
+    std::string name;         // the shown frame's (a run of unresolved frames: "[module]"), else frame_name()
+    std::string_view file;    // the shown frame's (build path trimmed), else the raw frame's
+    uint32_t line = 0;
+    std::string_view module;
+};
+
+// A site's frames, innermost first: its shown stack's (fold_sites: default folding, --hide-frames,
+// elided templates) or, unfolded, its raw frames'. Empty for a site without frames (it is named
+// unknown_stack_name()). The one rule folded, the function views and the html page name frames by.
+std::vector<NamedFrame> named_frames(const Site& s);
+
 // Brendan Gregg's collapsed form: frame names root first, joined by ';' (a ';' inside a name
 // becomes ':'). A site without frames is one frame, unknown_stack_name(). With its shown stack
 // (fold_sites) the names are those, a run of unresolved frames one "[module]".

@@ -11,32 +11,22 @@
 namespace memtrack::report {
 namespace {
 
-// A site's function names, innermost first, as shown (fold_sites), or the raw frames' names
-// when it was not folded; one "[no stack]" / "[stack missing]" name without frames.
+// A site's function names, innermost first, as named_frames() gives them; one "[no stack]" /
+// "[stack missing]" name without frames.
 std::vector<std::string> names_of(const Site& s) {
     std::vector<std::string> out;
-    if (s.shown) {
-        for (const ShownFrame& f : s.shown->frames) out.emplace_back(f.name);
-    } else if (s.frames && !s.frames->empty()) {
-        for (const Frame* f : *s.frames) out.push_back(frame_name(*f));
-    } else {
-        out.emplace_back(unknown_stack_name(s));
-    }
+    for (NamedFrame& f : named_frames(s)) out.push_back(std::move(f.name));
+    if (out.empty()) out.emplace_back(unknown_stack_name(s));
     return out;
 }
 
+// The row's place: where the site's innermost frame is.
 void locate(FunctionRow& row, const Site& s) {
-    if (s.shown) {
-        const ShownFrame& f = s.shown->frames.front();
-        row.file = f.file;
-        row.line = f.line;
-        row.module = f.module;
-    } else if (s.frames && !s.frames->empty()) {
-        const Frame& f = *s.frames->front();
-        row.file = f.file;
-        row.line = f.line;
-        row.module = f.module;
-    }
+    const std::vector<NamedFrame> frames = named_frames(s);
+    if (frames.empty()) return;
+    row.file = frames.front().file;
+    row.line = frames.front().line;
+    row.module = frames.front().module;
 }
 
 template <typename T>

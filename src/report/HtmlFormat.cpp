@@ -57,20 +57,14 @@ public:
     }
     json::array take() { return std::move(list_); }
 
-    // A site's frames, root first, named as every format names them: its shown stack
-    // (fold_sites: default folding, --hide-frames, template elision; a run of unresolved frames
-    // is one "[module]", as in folded) or, unfolded, its frames' names.
+    // A site's frames, root first, named as every format names them (named_frames: a run of
+    // unresolved frames is one "[module]", as in folded).
     json::array stack(const Site& site) {
         json::array out;
-        if (!site.frames || site.frames->empty()) {
-            out.push_back(id(std::string(unknown_stack_name(site)), ""));
-        } else if (site.shown) {
-            for (auto it = site.shown->frames.rbegin(); it != site.shown->frames.rend(); ++it)
-                out.push_back(id(shown(std::string(it->name)), where(it->file, it->line, it->module)));
-        } else {
-            for (auto it = site.frames->rbegin(); it != site.frames->rend(); ++it)
-                out.push_back(id(shown(frame_name(**it)), where((*it)->file, (*it)->line, (*it)->module)));
-        }
+        std::vector<NamedFrame> frames = named_frames(site);
+        if (frames.empty()) out.push_back(id(std::string(unknown_stack_name(site)), ""));
+        for (auto it = frames.rbegin(); it != frames.rend(); ++it)
+            out.push_back(id(shown(std::move(it->name)), where(it->file, it->line, it->module)));
         return out;
     }
 

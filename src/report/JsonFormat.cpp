@@ -216,7 +216,7 @@ json::object json_model(const Analysis& a, const OutputOptions& o) {
             po["end_ns"] = p.info.end_ns;
             po["status"] = js(p.info.status);
             po["heap_peak_bytes"] = p.peak_bytes;
-            po["live_at_end_bytes"] = a.window ? 0 : p.live_bytes;  // --window: leaked in it
+            po["live_at_end_bytes"] = p.live_bytes;
             po["exec_discarded_bytes"] = p.exec_discarded_bytes;
             po["rss_peak_bytes"] = p.info.rss_peak;
         }

@@ -201,6 +201,18 @@ void DevTools::click(double x, double y) {
              {{"type", type}, {"x", x}, {"y", y}, {"button", "left"}, {"buttons", 1}, {"clickCount", 1}});
 }
 
+std::pair<double, double> DevTools::centre(const std::string& expression) {
+    const json::value r = eval("(() => { const e = " + expression +
+                               "; e.scrollIntoView({block: 'center'}); const r = e.getBoundingClientRect(); "
+                               "return [r.left + r.width / 2, r.top + r.height / 2]; })()");
+    return {r.at(0).to_number<double>(), r.at(1).to_number<double>()};
+}
+
+void DevTools::click_element(const std::string& expression) {
+    const auto [x, y] = centre(expression);
+    click(x, y);
+}
+
 void DevTools::move(double x, double y) { call("Input.dispatchMouseEvent", {{"type", "mouseMoved"}, {"x", x}, {"y", y}}); }
 
 void DevTools::drag(double x0, double y0, double x1, double y1) {

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <string>
+#include <utility>
 
 #include <boost/json/value.hpp>
 
@@ -34,6 +35,10 @@ public:
     void wait_for(const std::string& expression, std::chrono::seconds timeout = std::chrono::seconds(60));
     // A left click with the mouse at (x, y), CSS pixels from the viewport's top left.
     void click(double x, double y);
+    // The viewport coordinates of the centre of the element `expression` evaluates to, after
+    // scrolling it into view; and a real mouse click there.
+    std::pair<double, double> centre(const std::string& expression);
+    void click_element(const std::string& expression);
     // The mouse moved to (x, y) with no button down (hover).
     void move(double x, double y);
     // A left-button drag from (x0, y0) to (x1, y1), through a few points between.

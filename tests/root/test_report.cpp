@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <regex>
 #include <sstream>
@@ -17,6 +18,7 @@
 #include <boost/json.hpp>
 
 #include "DevTools.hpp"
+#include "ReportPage.hpp"
 #include "Harness.hpp"
 #include "report_sizes.h"
 
@@ -96,48 +98,15 @@ uint64_t file_size(const std::string& path) {
 }
 
 
-// A flamegraph frame as the page shows it.
-struct ShownFrame {
-    std::string name;
-    double left = 0;  // CSS pixels, from the flamegraph's left edge
-    double width = 0;
-    bool dim = false;    // a frame above the zoomed one
-    bool match = false;  // highlighted by the search
-};
-
-// The flamegraph's frames, top row first and left to right within a row.
-std::vector<ShownFrame> shown_frames(DevTools& browser) {
-    const json::value v = browser.eval(
-        "Array.from(document.querySelectorAll('#flame .fg')).map((d) => [d.textContent, parseFloat(d.style.left), "
-        "parseFloat(d.style.width), parseFloat(d.style.top), d.classList.contains('dim'), d.classList.contains('match')])"
-        ".sort((a, b) => a[3] - b[3] || a[1] - b[1])");
-    std::vector<ShownFrame> out;
-    for (const json::value& f : v.as_array()) {
-        const json::array& a = f.as_array();
-        out.push_back({std::string(a[0].as_string()), a[1].to_number<double>(), a[2].to_number<double>(),
-                       a[4].as_bool(), a[5].as_bool()});
-    }
-    return out;
+// The flamegraph's boxes, top row first and left to right within a row.
+std::vector<FlameBox> shown_frames(DevTools& browser) {
+    std::vector<FlameBox> boxes = flame_boxes(browser);
+    std::stable_sort(boxes.begin(), boxes.end(),
+                     [](const FlameBox& a, const FlameBox& b) { return a.top != b.top ? a.top < b.top : a.left < b.left; });
+    return boxes;
 }
 
-const ShownFrame* frame_named(const std::vector<ShownFrame>& frames, const std::string& name) {
-    for (const ShownFrame& f : frames)
-        if (f.name == name) return &f;
-    return nullptr;
-}
-
-// A real mouse click in the middle of the element `expression` names, scrolled into view.
-void click_element(DevTools& browser, const std::string& expression) {
-    const json::value r = browser.eval("(() => { const e = " + expression +
-                                       "; e.scrollIntoView({block: 'center'}); const r = e.getBoundingClientRect(); "
-                                       "return [r.left + r.width / 2, r.top + r.height / 2]; })()");
-    browser.click(r.at(0).to_number<double>(), r.at(1).to_number<double>());
-}
-
-void click_frame(DevTools& browser, const std::string& name) {
-    click_element(browser, "Array.from(document.querySelectorAll('#flame .fg')).find((d) => d.textContent === '" +
-                               name + "')");
-}
+void click_frame(DevTools& browser, const std::string& name) { browser.click_element(flame_box_expr(name)); }
 
 }  // namespace
 
@@ -334,39 +303,39 @@ TEST_CASE("report: a recording with known leaks, peak and temporaries, in every 
         // The peak's flamegraph (the page's first): main holds leak_outer (36033 B) and
         // peak_build (48404 B) of the 84437 B at the peak.
         const double leak_share = double(kLeakBytes) / double(kLeakBytes + kPeakSiteBytes);
-        std::vector<ShownFrame> before = shown_frames(browser);
-        const ShownFrame* outer = frame_named(before, "leak_outer");
+        std::vector<FlameBox> before = shown_frames(browser);
+        const FlameBox* outer = flame_box(before, "leak_outer");
         REQUIRE(outer);
         CHECK(outer->width == doctest::Approx(width * leak_share).epsilon(1e-6));
-        REQUIRE(frame_named(before, "peak_build"));
+        REQUIRE(flame_box(before, "peak_build"));
         CHECK(!outer->dim);
 
         // A click on leak_outer: it and its callee take the whole width, its sibling is gone,
         // the frames above it stay as dimmed full-width bars.
         click_frame(browser, "leak_outer");
-        std::vector<ShownFrame> zoomed = shown_frames(browser);
+        std::vector<FlameBox> zoomed = shown_frames(browser);
         std::vector<std::string> lit;
-        for (const ShownFrame& f : zoomed) {
+        for (const FlameBox& f : zoomed) {
             CAPTURE(f.name);
             CHECK(f.left == 0);
             CHECK(f.width == doctest::Approx(width));
             if (!f.dim) lit.push_back(f.name);
         }
         CHECK(lit == std::vector<std::string>{"leak_outer", "leak_inner"});
-        CHECK(!frame_named(zoomed, "peak_build"));
+        CHECK(!flame_box(zoomed, "peak_build"));
         CHECK(zoomed.size() == before.size() - 1);  // all of before but peak_build, which is a leaf
-        REQUIRE(frame_named(zoomed, "main"));
-        CHECK(frame_named(zoomed, "main")->dim);
+        REQUIRE(flame_box(zoomed, "main"));
+        CHECK(flame_box(zoomed, "main")->dim);
 
         // "reset zoom" brings the whole graph back.
-        click_element(browser, "document.getElementById('reset')");
+        browser.click_element("document.getElementById('reset')");
         CHECK(shown_frames(browser).size() == before.size());
 
         // A search: the frames it matches are highlighted, and their share of the peak shown.
-        click_element(browser, "document.getElementById('search')");
+        browser.click_element("document.getElementById('search')");
         browser.type("leak_");
         std::vector<std::string> matched;
-        for (const ShownFrame& f : shown_frames(browser))
+        for (const FlameBox& f : shown_frames(browser))
             if (f.match) matched.push_back(f.name);
         CHECK(matched == std::vector<std::string>{"leak_outer", "leak_inner"});
         CHECK(browser.eval("document.getElementById('status').textContent") == "matched 35.2 KiB (42.67 %)");

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "ReportScenario.hpp"
 #include "report/Processes.hpp"
 
 namespace memtrack::unittest {
@@ -10,15 +11,9 @@ using Type = TimelineEvent::Type;
 
 namespace {
 
+// One event of pid's main thread, `t` after the first.
 Event event(EventKind kind, int32_t pid, uint64_t t, uint64_t addr, uint64_t size, uint64_t hash) {
-    Event e;
-    e.pid = e.tid = pid;
-    e.timestamp = kHtmlStart + t;
-    e.kind = kind;
-    e.addr = addr;
-    e.size = size;
-    e.stack_hash = hash;
-    return e;
+    return make_event(kind, pid, pid, kHtmlStart + t, addr, size, hash);
 }
 
 TimelineEvent tl(Type type, uint64_t t, int32_t pid, int32_t parent = 0) {

@@ -28,12 +28,7 @@ double timed(DevTools& b, const std::function<void()>& action) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-void click(DevTools& b, const std::string& selector) {
-    const boost::json::value r = b.eval("(() => { const e = document.querySelector(\"" + selector +
-                                        "\"); e.scrollIntoView({block: 'center'}); const r = e.getBoundingClientRect(); "
-                                        "return [r.left + r.width / 2, r.top + r.height / 2]; })()");
-    b.click(r.at(0).to_number<double>(), r.at(1).to_number<double>());
-}
+void click(DevTools& b, const std::string& selector) { b.click_element("document.querySelector(\"" + selector + "\")"); }
 
 }  // namespace
 

@@ -22,6 +22,7 @@
 #include <boost/json.hpp>
 
 #include "../root/DevTools.hpp"
+#include "../root/ReportPage.hpp"
 #include "HtmlRecording.hpp"
 #include "report/Diff.hpp"
 #include "report/FrameNames.hpp"
@@ -31,6 +32,10 @@ using namespace memtrack;
 using namespace memtrack::report;
 using namespace memtrack::unittest;
 using memtrack::roottest::DevTools;
+using memtrack::roottest::flame_box;
+using memtrack::roottest::flame_box_expr;
+using memtrack::roottest::flame_boxes;
+using memtrack::roottest::FlameBox;
 using memtrack::testsupport::TempDir;
 
 namespace {
@@ -49,35 +54,12 @@ std::string text(DevTools& b, const std::string& id) {
     return std::string(b.eval("document.getElementById('" + id + "').textContent").as_string());
 }
 
-// The flamegraph's boxes: name -> [left, width, top], undimmed ones only.
-struct Box {
-    std::string name;
-    double left = 0, width = 0, top = 0;
-    bool dim = false, match = false;
-};
-std::vector<Box> boxes(DevTools& b) {
-    const json::value v = b.eval(
-        "Array.from(document.querySelectorAll('#flame .fg')).map((d) => [d.textContent, parseFloat(d.style.left), "
-        "parseFloat(d.style.width), parseFloat(d.style.top), d.classList.contains('dim'), d.classList.contains('match')])");
-    std::vector<Box> out;
-    for (const json::value& x : v.as_array()) {
-        const json::array& a = x.as_array();
-        out.push_back({std::string(a[0].as_string()), a[1].to_number<double>(), a[2].to_number<double>(),
-                       a[3].to_number<double>(), a[4].as_bool(), a[5].as_bool()});
-    }
-    return out;
-}
-const Box* box(const std::vector<Box>& all, const std::string& name) {
-    for (const Box& b : all)
-        if (b.name == name) return &b;
-    return nullptr;
-}
-std::vector<std::string> names(const std::vector<Box>& all) {
+std::vector<std::string> names(const std::vector<FlameBox>& all) {
     std::vector<std::string> out;
-    for (const Box& b : all) out.push_back(b.name);
+    for (const FlameBox& b : all) out.push_back(b.name);
     return out;
 }
-bool has(const std::vector<Box>& all, const std::string& name) { return box(all, name) != nullptr; }
+bool has(const std::vector<FlameBox>& all, const std::string& name) { return flame_box(all, name) != nullptr; }
 
 // A table's body cells, row by row.
 std::vector<std::vector<std::string>> rows(DevTools& b, const std::string& id) {
@@ -89,21 +71,6 @@ std::vector<std::vector<std::string>> rows(DevTools& b, const std::string& id) {
         for (const json::value& c : r.as_array()) out.back().emplace_back(c.as_string());
     }
     return out;
-}
-
-// Viewport coordinates of the centre of the element `expression` gives.
-std::pair<double, double> centre(DevTools& b, const std::string& expression) {
-    const json::value r = b.eval("(() => { const e = " + expression +
-                                 "; e.scrollIntoView({block: 'center'}); const r = e.getBoundingClientRect(); "
-                                 "return [r.left + r.width / 2, r.top + r.height / 2]; })()");
-    return {r.at(0).to_number<double>(), r.at(1).to_number<double>()};
-}
-void click(DevTools& b, const std::string& expression) {
-    const auto [x, y] = centre(b, expression);
-    b.click(x, y);
-}
-std::string frame_expr(const std::string& name) {
-    return "Array.from(document.querySelectorAll('#flame .fg')).find((d) => d.textContent === '" + name + "')";
 }
 
 // The viewport x of time `t_ns` on the heap chart, and its middle's y (after scrolling it into view).
@@ -129,13 +96,13 @@ TEST_CASE("html page in headless Chromium: hover, a dragged range, views, invert
     REQUIRE(width > 500);
 
     // Loaded: live at the peak (500 ms), late_build's 10000 B and beta_cache's 16384 B.
-    std::vector<Box> peak = boxes(b);
+    std::vector<FlameBox> peak = flame_boxes(b);
     REQUIRE(has(peak, "beta_cache"));
     REQUIRE(has(peak, "late_build"));
     CHECK_FALSE(has(peak, "early_build"));
     CHECK_FALSE(has(peak, "temp_loop"));
-    CHECK(box(peak, "beta_cache")->width == doctest::Approx(width * 16384 / 26384).epsilon(1e-6));
-    CHECK(box(peak, "all")->width == doctest::Approx(width));
+    CHECK(flame_box(peak, "beta_cache")->width == doctest::Approx(width * 16384 / 26384).epsilon(1e-6));
+    CHECK(flame_box(peak, "all")->width == doctest::Approx(width));
     CHECK(text(b, "scope") == "all processes, the whole recording: live at the peak, 0.500 s");
     // The tables: the sites ranked, with where they are and their calls.
     auto sites = rows(b, "sites");
@@ -149,7 +116,7 @@ TEST_CASE("html page in headless Chromium: hover, a dragged range, views, invert
 
     // A tooltip: the function, where it is, its share, its calls.
     {
-        const auto [x, y] = centre(b, frame_expr("late_build"));
+        const auto [x, y] = b.centre(flame_box_expr("late_build"));
         b.move(x, y);
         CHECK(b.eval("getComputedStyle(document.getElementById('tip')).display") == "block");
         CHECK(text(b, "tip") == "late_buildat app.c:42peak: 9.8 KiB (37.90 % of 25.8 KiB)"
@@ -174,7 +141,7 @@ TEST_CASE("html page in headless Chromium: hover, a dragged range, views, invert
         const auto [x1, y1] = chart_point(b, html_ms(140));
         b.drag(x0, y, x1, y1);
         CHECK_MESSAGE(text(b, "range").rfind("range 0.00", 0) == 0, text(b, "range"));
-        std::vector<Box> ranged = boxes(b);
+        std::vector<FlameBox> ranged = flame_boxes(b);
         CHECK(names(ranged) == std::vector<std::string>{"all", "main", "build", "early_build"});
         CHECK_MESSAGE(text(b, "scope").find("all processes, 0.00") == 0, text(b, "scope"));
         CHECK_MESSAGE(text(b, "scope").find("end of the range's fullest bucket") != std::string::npos, text(b, "scope"));
@@ -182,11 +149,11 @@ TEST_CASE("html page in headless Chromium: hover, a dragged range, views, invert
         REQUIRE(sites.size() == 1);
         CHECK(sites[0][1] == "9.8 KiB");
         CHECK(sites[0][3] == "10");
-        click(b, "document.querySelector('button[data-view=allocations]')");
-        CHECK(names(boxes(b)) == std::vector<std::string>{"all", "main", "build", "early_build"});
+        b.click_element("document.querySelector('button[data-view=allocations]')");
+        CHECK(names(flame_boxes(b)) == std::vector<std::string>{"all", "main", "build", "early_build"});
         CHECK(rows(b, "totals")[2] == std::vector<std::string>{"allocated", "9.8 KiB", "10"});
         // Back to the whole recording: 84 allocations, temp_loop's 50 the most.
-        click(b, "document.getElementById('clear-range')");
+        b.click_element("document.getElementById('clear-range')");
         CHECK(text(b, "range") == "whole recording");
         sites = rows(b, "sites");
         REQUIRE(sites.size() == 4);
@@ -196,49 +163,49 @@ TEST_CASE("html page in headless Chromium: hover, a dragged range, views, invert
     }
 
     // The temporary and leaked views.
-    click(b, "document.querySelector('button[data-view=temporary]')");
+    b.click_element("document.querySelector('button[data-view=temporary]')");
     // temp_loop's 50, and early_build's last blocks (as the Analyzer's rule counts them: what
     // the page shows is its figures, summed).
     uint64_t early_temporary = 0;
     for (const Site& s : a.sites)
         if (s.frames->front()->function == "early_build") early_temporary = s.temporary_calls;
     REQUIRE(early_temporary > 0);
-    CHECK(names(boxes(b)) == std::vector<std::string>{"all", "main", "temp_loop", "build", "early_build"});
+    CHECK(names(flame_boxes(b)) == std::vector<std::string>{"all", "main", "temp_loop", "build", "early_build"});
     CHECK(rows(b, "sites").at(0).at(1) == "50 calls");
     CHECK(rows(b, "sites").at(1).at(1) == std::to_string(early_temporary) + " calls");
     CHECK(rows(b, "totals")[3][2] == std::to_string(a.temporary_calls));
     CHECK(a.temporary_calls == 50 + early_temporary);
-    click(b, "document.querySelector('button[data-view=leaked]')");
-    std::vector<Box> leaked = boxes(b);
+    b.click_element("document.querySelector('button[data-view=leaked]')");
+    std::vector<FlameBox> leaked = flame_boxes(b);
     CHECK(has(leaked, "late_build"));
     CHECK(has(leaked, "beta_cache"));
     CHECK_FALSE(has(leaked, "early_build"));
     CHECK(rows(b, "totals")[1] == std::vector<std::string>{"leaked", "25.8 KiB", "24"});
 
     // Inverted: the allocating functions right under "all", their callers below.
-    click(b, "document.getElementById('inverted')");
-    std::vector<Box> inverted = boxes(b);
+    b.click_element("document.getElementById('inverted')");
+    std::vector<FlameBox> inverted = flame_boxes(b);
     REQUIRE(has(inverted, "late_build"));
     REQUIRE(has(inverted, "main"));
-    CHECK(box(inverted, "late_build")->top == box(inverted, "all")->top + 17);
-    CHECK(box(inverted, "main")->top == box(inverted, "all")->top + 3 * 17);
-    click(b, "document.getElementById('inverted')");
+    CHECK(flame_box(inverted, "late_build")->top == flame_box(inverted, "all")->top + 17);
+    CHECK(flame_box(inverted, "main")->top == flame_box(inverted, "all")->top + 3 * 17);
+    b.click_element("document.getElementById('inverted')");
 
     // Zoom on build: it takes the whole width; its callers stay above, dimmed; beta is gone.
-    click(b, frame_expr("build"));
-    std::vector<Box> zoomed = boxes(b);
-    CHECK(box(zoomed, "build")->width == doctest::Approx(width));
-    CHECK(box(zoomed, "main")->dim);
-    CHECK(box(zoomed, "late_build")->width == doctest::Approx(width));
+    b.click_element(flame_box_expr("build"));
+    std::vector<FlameBox> zoomed = flame_boxes(b);
+    CHECK(flame_box(zoomed, "build")->width == doctest::Approx(width));
+    CHECK(flame_box(zoomed, "main")->dim);
+    CHECK(flame_box(zoomed, "late_build")->width == doctest::Approx(width));
     CHECK_FALSE(has(zoomed, "beta_cache"));
-    click(b, "document.getElementById('reset')");
-    CHECK(has(boxes(b), "beta_cache"));
+    b.click_element("document.getElementById('reset')");
+    CHECK(has(flame_boxes(b), "beta_cache"));
 
     // A search: matches highlighted and summed.
-    click(b, "document.getElementById('search')");
+    b.click_element("document.getElementById('search')");
     b.type("cache|late");
     std::vector<std::string> lit;
-    for (const Box& x : boxes(b))
+    for (const FlameBox& x : flame_boxes(b))
         if (x.match) lit.push_back(x.name);
     std::sort(lit.begin(), lit.end());
     CHECK(lit == std::vector<std::string>{"beta_cache", "late_build"});
@@ -247,7 +214,7 @@ TEST_CASE("html page in headless Chromium: hover, a dragged range, views, invert
     // Process 200 alone: beta's site only, in every table.
     b.eval("(() => { const s = document.getElementById('process'); s.value = '200'; "
            "s.dispatchEvent(new Event('change')); })()");
-    CHECK(names(boxes(b)) == std::vector<std::string>{"all", "beta_main", "beta_cache"});
+    CHECK(names(flame_boxes(b)) == std::vector<std::string>{"all", "beta_main", "beta_cache"});
     sites = rows(b, "sites");
     REQUIRE(sites.size() == 1);
     CHECK(sites[0][5] == "200");
@@ -278,13 +245,13 @@ TEST_CASE("html page of --diff in headless Chromium: the differential flamegraph
     CHECK(b.eval("document.getElementById('process').hidden") == true);
 
     // Live at the peak, widths by the new recording: push_back's 24000 B and late_build's 15000.
-    std::vector<Box> peak = boxes(b);
+    std::vector<FlameBox> peak = flame_boxes(b);
     CHECK(names(peak) == std::vector<std::string>{"all", "main", vector_shown, "build", "late_build"});
     REQUIRE(has(peak, vector_shown));
-    CHECK(box(peak, vector_shown)->width == doctest::Approx(width * 24000 / 39000).epsilon(1e-6));
-    CHECK(box(peak, "all")->width == doctest::Approx(width));
+    CHECK(flame_box(peak, vector_shown)->width == doctest::Approx(width * 24000 / 39000).epsilon(1e-6));
+    CHECK(flame_box(peak, "all")->width == doctest::Approx(width));
     const auto classes = [&](const std::string& name) {
-        return std::string(b.eval(frame_expr(name) + ".className").as_string());
+        return std::string(b.eval(flame_box_expr(name) + ".className").as_string());
     };
     CHECK(classes("late_build") == "fg grew");
     CHECK(classes(vector_shown) == "fg grew");
@@ -299,23 +266,23 @@ TEST_CASE("html page of --diff in headless Chromium: the differential flamegraph
                                   {"2", "16.0 KiB", "0 B", "-16.0 KiB (-100.00 %)", "beta_cache", "beta.c:9"},
                                   {"3", "9.8 KiB", "14.6 KiB", "+4.9 KiB (+50.00 %)", "late_build", "app.c:42"}});
     {
-        const auto [x, y] = centre(b, frame_expr("late_build"));
+        const auto [x, y] = b.centre(flame_box_expr("late_build"));
         b.move(x, y);
         CHECK(text(b, "tip") == "late_buildat app.c:42peak: 9.8 KiB -> 14.6 KiB (+4.9 KiB (+50.00 %))"
                                 "calls: 30, allocated 14.6 KiB in after");
     }
 
     // Widths by base: beta's site, gone since, drawn and blue; push_back (new) not drawn.
-    click(b, "document.getElementById('width-base')");
-    std::vector<Box> by_base = boxes(b);
+    b.click_element("document.getElementById('width-base')");
+    std::vector<FlameBox> by_base = flame_boxes(b);
     CHECK(names(by_base) == std::vector<std::string>{"all", "beta_main", "beta_cache", "main", "build", "late_build"});
     REQUIRE(has(by_base, "beta_cache"));
-    CHECK(box(by_base, "beta_cache")->width == doctest::Approx(width * 16384 / 26384).epsilon(1e-6));
+    CHECK(flame_box(by_base, "beta_cache")->width == doctest::Approx(width * 16384 / 26384).epsilon(1e-6));
     CHECK(classes("beta_cache") == "fg shrank");
     CHECK_MESSAGE(text(b, "scope") == "before -> after: widths by base, red grew, blue shrank", text(b, "scope"));
 
     // Allocations: temp_loop's 50 calls gone; early_build's 10 the same (grey, in no row).
-    click(b, "document.querySelector('button[data-view=allocations]')");
+    b.click_element("document.querySelector('button[data-view=allocations]')");
     CHECK(classes("temp_loop") == "fg shrank");
     CHECK(classes("early_build") == "fg same");
     const auto sites = rows(b, "sites");

@@ -5,6 +5,8 @@
 
 #include <vector>
 
+#include <boost/json.hpp>
+
 #include "report/Analysis.hpp"
 #include "report/FailIf.hpp"
 #include "report/Output.hpp"
@@ -362,6 +364,15 @@ TEST_CASE("report with a timeline and --window: the leaks are the window's leake
     CHECK(first.sites[0].live_bytes == 6000);
     CHECK(of(first, 100).leaked_bytes == 1000);
     CHECK(of(first, 101).leaked_bytes == 5000);
+    // 100's 1000 B are leaked in the window, not live at the end, in the analysis as in json.
+    CHECK(of(first, 100).live_bytes == 0);
+    CHECK(of(first, 100).live_blocks == 0);
+    const boost::json::value j = boost::json::parse(json_report(first, OutputOptions{}));
+    for (const boost::json::value& p : j.at("processes").as_array()) {
+        const int64_t pid = p.at("pid").to_number<int64_t>();
+        CAPTURE(pid);
+        CHECK(p.at("live_at_end_bytes").to_number<uint64_t>() == 0);
+    }
 }
 
 TEST_CASE("report with a timeline: every site names the processes it allocated in, with their command lines") {
