@@ -50,6 +50,14 @@ std::vector<Mapping> kernel_named(pid_t pid, std::vector<Mapping> code) {
     return code;
 }
 
+// A failure because the process ended meanwhile (its pid or its /proc entries gone) is no error.
+bool process_gone(const Error& e) { return e.err == ESRCH || e.err == ENOENT; }
+
+// Logs what could not be done for pid (`what` of process pid), unless the process ended meanwhile.
+void log_unless_gone(const Result<void>& r, const char* what, pid_t pid) {
+    if (!r && !process_gone(r.error())) log::error("{} of process {}: {}", what, pid, r.error().message());
+}
+
 }  // namespace
 
 ProcessLinks::ProcessLinks(asio::io_context& io, BpfSession& bpf, ProcessHolds& holds, UnwindTables* unwind,
@@ -91,14 +99,12 @@ Result<std::vector<ProbedObject>> ProcessLinks::discover(pid_t pid) {
 void ProcessLinks::describe_unwind(pid_t pid) {
     describe_python(pid);
     if (!unwind_) return;
-    if (auto r = unwind_->describe(pid); !r && r.error().err != ESRCH && r.error().err != ENOENT)
-        log::error("unwind tables for process {}: {}", pid, r.error().message());
+    log_unless_gone(unwind_->describe(pid), "unwind tables", pid);
 }
 
 // Its Python frames are missing from its stacks where this fails: logged.
 void ProcessLinks::describe_python(pid_t pid) {
-    if (auto r = python_.describe(pid); !r && r.error().err != ESRCH && r.error().err != ENOENT)
-        log::error("python runtime of process {}: {}", pid, r.error().message());
+    log_unless_gone(python_.describe(pid), "python runtime", pid);
 }
 
 void ProcessLinks::note_probed(pid_t pid, const ProbedObject& o) {
@@ -268,7 +274,7 @@ void ProcessLinks::release_spawned(uint32_t pid, uint64_t start_boottime, uint32
     }
     if (!r) {
         // It runs unrecorded rather than stays stopped; an exit in between is not an error.
-        if (r.error().err != ESRCH && r.error().err != ENOENT) {
+        if (!process_gone(r.error())) {
             counters_.probe_errors.add();
             log::error("probes for new process {}: {}", pid, r.error().message());
         }
@@ -321,12 +327,8 @@ Result<std::vector<ProbedObject>> ProcessLinks::new_code_objects(pid_t pid, uint
                 code.insert(code.end(), a.code.begin(), a.code.end());
             }
             // Only what was added: a read of all of pid's mappings at each hook made N dlopens O(N^2).
-            if (auto r = python_.describe_added(pid, code); !r && r.error().err != ESRCH && r.error().err != ENOENT)
-                log::error("python runtime of process {}: {}", pid, r.error().message());
-            if (unwind_ && !code.empty()) {
-                if (auto r = unwind_->describe_added(pid, code); !r && r.error().err != ESRCH && r.error().err != ENOENT)
-                    log::error("unwind tables for process {}: {}", pid, r.error().message());
-            }
+            log_unless_gone(python_.describe_added(pid, code), "python runtime", pid);
+            if (unwind_ && !code.empty()) log_unless_gone(unwind_->describe_added(pid, code), "unwind tables", pid);
             if (added_) added_->publish(pid, kernel_named(pid, std::move(code)));
             return out;
         }
@@ -356,7 +358,7 @@ void ProcessLinks::release_new_code(uint32_t pid, uint32_t source) {
     if (source == MT_CODE_LOADER) ++st.loader_hooks;
     auto objects = new_code_objects(pid_t(pid), source, st);
     if (!objects) {
-        if (objects.error().err != ESRCH && objects.error().err != ENOENT) {
+        if (!process_gone(objects.error())) {
             counters_.probe_errors.add();
             log::error("new code in process {}: {}", pid, objects.error().message());
         }
