@@ -25,6 +25,11 @@
  *   once (a RESTOP), counted in the word until that SIGSTOP has landed, since the kernel sends it
  *   a little later (irq_work). Nothing releases while a RESTOP is on its way, so memtrack's own
  *   SIGCONT always comes after it. An exit, or a pid's new process, forgets RESTOPs in flight.
+ * - The held process also stops itself again, from its own context, on its way back to user
+ *   space (its CLD_CONTINUED notice to its parent): a RESTOP all the same, with
+ *   bpf_send_signal, which every kernel has. Its SIGSTOP carries no tag, so the thread marks
+ *   itself before sending and the RESTOP has landed when that SIGSTOP's signal_generate names
+ *   the marked thread.
  */
 #ifndef MEMTRACK_HOLD_H
 #define MEMTRACK_HOLD_H

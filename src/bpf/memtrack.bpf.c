@@ -183,6 +183,17 @@ struct {
 	__type(value, struct thread_state);
 } threads SEC(".maps");
 
+/*
+ * A RESTOP a thread sent its own process (self_restop) that has not landed: 1 from just before
+ * its bpf_send_signal until that SIGSTOP's signal_generate, which names this thread.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u32);
+} self_restops SEC(".maps");
+
 /* With time_parts: the clock now; and the time since `since` added to counter idx (a part's end is the next one's start). */
 static __always_inline __u64 part_clock(void)
 {
@@ -1327,22 +1338,94 @@ static __always_inline void stop_again_if_user_stopped(struct task_struct *task)
 }
 
 /*
+ * A RESTOP from the held process's own context, with bpf_send_signal, which every kernel has
+ * (bpf_send_signal_task, for another process, is 6.13+). Called with interrupts enabled it
+ * sends at once; with them disabled (under the parent's siglock at a CLD_CONTINUED notice) it
+ * goes through irq_work on this CPU, which runs as soon as they are enabled again, before this
+ * thread can get back to user code. Either way its SIGSTOP carries no tag (SEND_SIG_PRIV, like
+ * every SIGSTOP BPF sends the current thread), so the thread marks itself before the send and
+ * that SIGSTOP's own signal_generate, which names the sending thread, finds the mark: the
+ * RESTOP has landed then, not before (a release waits for it, hold.h). No other SIGSTOP BPF
+ * sends names this thread meanwhile: the thread runs no user code (no uprobe) before its own
+ * is generated. The kernel's own SEND_SIG_PRIV SIGSTOP (a ptrace attach) would be taken for it
+ * only if it named this very thread within the microseconds the irq_work waits. The closed flag is checked after the claim, as a sender's is (hold_process):
+ * the final pass waits for RESTOPs claimed before the close, and none is sent after it.
+ * `reasons`: the pauses this RESTOP restores. One not sent is not counted unrestored: the
+ * SIGCONT's sender counted it already where it could not send one of its own (restop).
+ */
+static __always_inline void self_restop(__u32 *w, __u32 reasons)
+{
+	__u32 old = *(volatile __u32 *)w, next = 0;
+	if (!(old & reasons))
+		return;
+	__u32 *mark = bpf_task_storage_get(&self_restops, bpf_get_current_task_btf(), 0,
+					   BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!mark)
+		return;
+	bool claimed = false;
+	for (int i = 0; i < 8; i++) {
+		if (!(old & reasons) || !mt_hold_restop_claim(old, &next))
+			return;
+		__u32 seen = __sync_val_compare_and_swap(w, old, next);
+		if (seen == old) {
+			claimed = true;
+			break;
+		}
+		old = seen;
+	}
+	if (!claimed)
+		return;
+	if (!holds_closed()) {
+		*mark = 1;
+		if (bpf_send_signal(SIGSTOP) == 0) {
+			count(MT_COUNTER_HOLDS_RESTOPPED_SELF);
+			return;
+		}
+		*mark = 0;
+	}
+	restop_landed(w); /* never sent */
+}
+
+/* A SIGSTOP BPF sent the current thread landed (signal_generate, `task` the sender): if it was
+ * that thread's self_restop, one RESTOP less on its way. */
+static __always_inline void self_restop_landed(struct task_struct *task)
+{
+	__u32 *mark = bpf_task_storage_get(&self_restops, task, 0, 0);
+	if (!mark || !*mark)
+		return;
+	*mark = 0;
+	__u32 tgid = ns_tgid(task);
+	__u32 *w = tgid ? hold_word(tgid) : NULL;
+	if (w)
+		restop_landed(w);
+}
+
+/* The current process's hold word when it is tracked and holds one of `reasons`. */
+static __always_inline __u32 *held_self(__u32 reasons)
+{
+	__u32 tgid = current_tgid();
+	__u32 *w = tgid ? hold_word(tgid) : NULL;
+	if (!w || !(*(volatile __u32 *)w & reasons) || !bpf_map_lookup_elem(&tracked, &tgid))
+		return NULL;
+	return w;
+}
+
+/*
  * A stopped process continued by someone else's SIGCONT tells its parent (SIGCHLD,
  * CLD_CONTINUED) on its own way back to user space, before it looks at its signals again: a
- * RESTOP sent from here is queued by irq_work on its own CPU, in its own context, before it
- * gets there, so it never reaches user code. (The RESTOP the SIGCONT's sender sent may come
- * later than that.)
+ * RESTOP sent from here lands before it gets there, so it never reaches user code. (The RESTOP
+ * the SIGCONT's sender sent may come later than that.) Not covered: a parent that ignores
+ * SIGCHLD or set SA_NOCLDSTOP gets no notice, and a process the SIGCONT catches before it took
+ * its SIGSTOP was never stopped, so it notifies nobody.
  */
 static __always_inline void restop_continued_self(struct kernel_siginfo *info)
 {
 	unsigned long raw = (unsigned long)info;
 	if (!raw || raw == SEND_SIG_PRIV || BPF_CORE_READ(info, si_code) != CLD_CONTINUED)
 		return;
-	__u32 tgid = current_tgid();
-	__u32 *w = tgid ? hold_word(tgid) : NULL;
-	if (!w || !mt_hold_reasons(*(volatile __u32 *)w) || !bpf_map_lookup_elem(&tracked, &tgid))
-		return;
-	restop(bpf_get_current_task_btf(), w, false);
+	__u32 *w = held_self(MT_HOLD_REASON_MASK);
+	if (w)
+		self_restop(w, MT_HOLD_REASON_MASK);
 }
 
 /*
@@ -1363,6 +1446,10 @@ int BPF_PROG(on_signal, int sig, struct kernel_siginfo *info, struct task_struct
 	}
 	if (sig != SIGSTOP && sig != SIGCONT)
 		return 0;
+	if (sig == SIGSTOP && (unsigned long)info == SEND_SIG_PRIV) {
+		self_restop_landed(task);
+		return 0;
+	}
 	if (sig == SIGSTOP && is_restop(info)) {
 		__u32 tgid = ns_tgid(task);
 		__u32 *w = tgid ? hold_word(tgid) : NULL;

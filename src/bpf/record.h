@@ -247,6 +247,7 @@ enum mt_counter {
 	MT_COUNTER_HOLDS_RESTOPPED,  /* of those, the pauses BPF stopped again at once (hold.h: RESTOP) */
 	MT_COUNTER_HOLDS_UNRESTORED, /* pauses for probes or new code that could not be: must stay 0 */
 	MT_COUNTER_HOLDS_ESCAPED,    /* processes held before they ran that ran all the same: must stay 0 */
+	MT_COUNTER_HOLDS_RESTOPPED_SELF, /* RESTOPs a held process sent itself from its own context */
 	/*
 	 * Exec'd images that map the loader and exited normally without its hook ever holding them
 	 * (their libraries were never probed): must stay 0. Then, by what the exec_watch bits say:

@@ -25,14 +25,39 @@ int counters_exit_status(int status, const CounterRead& read, uint64_t earlier_r
         fmt::print(stderr, "dropped: {}\n", dropped.value());
         failed = true;
     }
-    uint64_t unheld = 0;
-    for (uint32_t c : {MT_COUNTER_SPAWN_UNSTOPPED, MT_COUNTER_HOLDS_UNRESTORED, MT_COUNTER_HOLDS_ESCAPED})
-        unheld += value(c);
-    if (unheld > 0) {
-        log::error("{} processes ran before their probes existed (another process's SIGCONT ended their pause, or "
-                   "a SIGSTOP was refused): their allocations may be missing (stats: spawn_unstopped, "
-                   "holds_unrestored, holds_escaped)",
-                   unheld);
+    // Processes that ran before their probes existed. How many allocator calls each made
+    // meanwhile cannot be counted, so the lines say what is known, counter by counter:
+    // - a new process (MT_HOLD_SPAWN, per-process links) runs on the breakpoints it inherited from
+    //   its parent, which belong to links naming the parent: uprobe_multi's pid filter drops each
+    //   trap before any program runs, and its own links do not exist yet. The kernel code that
+    //   sees those traps (handler_chain, uprobe_prog_run) is reachable only by kprobes or fentry,
+    //   which these machines refuse (no kprobe PMU; fentry loads fail EPERM), and which would
+    //   cost every uprobe trap of the machine;
+    // - new code (MT_HOLD_MODULE: an exec's image, a dlopen's objects) not probed yet has no
+    //   breakpoint at all: its allocator calls enter no kernel code;
+    // - a pause that could not be restored (holds_unrestored) or taken (spawn_unstopped) says
+    //   nothing of whether the process got to user code before memtrack ended the pause.
+    // Where the process was served by the shared links (a SHARED mark on an object they probe)
+    // its calls were recorded all the same: "missing" below is what memtrack cannot vouch for.
+    if (const uint64_t escaped = value(MT_COUNTER_HOLDS_ESCAPED); escaped > 0) {
+        log::error("{} processes paused for their probes or new code ran user code before memtrack stopped them "
+                   "again (another process's SIGCONT ended the pause): allocator calls they made meanwhile are "
+                   "missing, and how many cannot be counted (no memtrack program runs for them) "
+                   "(stats: holds_escaped)",
+                   escaped);
+        failed = true;
+    }
+    if (const uint64_t unrestored = value(MT_COUNTER_HOLDS_UNRESTORED); unrestored > 0) {
+        log::error("{} pauses for probes or new code ended by another process's SIGCONT could not be restored: "
+                   "their processes may have run user code before their probes existed, allocator calls then "
+                   "missing, uncounted (stats: holds_unrestored)",
+                   unrestored);
+        failed = true;
+    }
+    if (const uint64_t unstopped = value(MT_COUNTER_SPAWN_UNSTOPPED); unstopped > 0) {
+        log::error("{} new processes could not be paused before they first ran: allocator calls they made before "
+                   "their probes existed are missing, uncounted (stats: spawn_unstopped)",
+                   unstopped);
         failed = true;
     }
     // Exec'd images the loader's hook never held and whose allocator no probe served (BPF counts

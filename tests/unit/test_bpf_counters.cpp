@@ -14,6 +14,7 @@
 #include "bpf/record.h"
 #include "probes/BpfCounters.hpp"
 #include "probes/CounterVerdict.hpp"
+#include "TestFiles.hpp"
 
 using namespace memtrack;
 
@@ -93,6 +94,35 @@ TEST_CASE("counters_exit_status: a dropped record, an escaped process or a faile
         FakeCounters c;
         CHECK(counters_exit_status(0, c.reader(), 1) == 1);
     }
+}
+
+// Each counter of processes that ran before their probes existed has its own line, saying what
+// is known (the number the counter holds) and that the calls missed cannot be counted.
+TEST_CASE("counters_exit_status: each way a process ran unprobed is said in its own line, with its count") {
+    unittest::TempDir dir;
+    FakeCounters c;
+    c.values[MT_COUNTER_HOLDS_ESCAPED] = 3;
+    c.values[MT_COUNTER_HOLDS_UNRESTORED] = 5;
+    c.values[MT_COUNTER_SPAWN_UNSTOPPED] = 7;
+    const unittest::Captured out = unittest::capture_output(dir, [&] { return counters_exit_status(0, c.reader(), 0); });
+    CHECK(out.rc == 1);
+    CHECK(out.err ==
+          "memtrack: 3 processes paused for their probes or new code ran user code before memtrack stopped them "
+          "again (another process's SIGCONT ended the pause): allocator calls they made meanwhile are missing, and "
+          "how many cannot be counted (no memtrack program runs for them) (stats: holds_escaped)\n"
+          "memtrack: 5 pauses for probes or new code ended by another process's SIGCONT could not be restored: their "
+          "processes may have run user code before their probes existed, allocator calls then missing, uncounted "
+          "(stats: holds_unrestored)\n"
+          "memtrack: 7 new processes could not be paused before they first ran: allocator calls they made before "
+          "their probes existed are missing, uncounted (stats: spawn_unstopped)\n");
+    // One counter alone: its line only.
+    FakeCounters one;
+    one.values[MT_COUNTER_HOLDS_ESCAPED] = 1;
+    const unittest::Captured alone = unittest::capture_output(dir, [&] { return counters_exit_status(0, one.reader(), 0); });
+    CHECK(alone.rc == 1);
+    CHECK(alone.err.find("(stats: holds_escaped)\n") != std::string::npos);
+    CHECK(alone.err.find("holds_unrestored") == std::string::npos);
+    CHECK(alone.err.find("spawn_unstopped") == std::string::npos);
 }
 
 TEST_CASE("counters_exit_status: an exec'd image whose allocator went unprobed fails the run") {
