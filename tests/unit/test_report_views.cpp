@@ -28,6 +28,7 @@ Frame fn(const char* function, const char* module = "/opt/app/bin/app", const ch
 }
 Frame unresolved(const char* module) { return fn("", module); }
 
+constexpr const char* kApp = "/opt/app/bin/app";
 constexpr const char* kLibc = "/usr/lib/x86_64-linux-gnu/libc.so.6";
 constexpr const char* kLd = "/usr/lib64/ld-linux-x86-64.so.2";
 constexpr const char* kStdcxx = "/usr/lib/x86_64-linux-gnu/libstdc++.so.6";
@@ -175,8 +176,8 @@ TEST_CASE("report folding: sites, folded stacks and the unresolved modules' hint
 // recursing once. Costs per site below.
 TEST_CASE("report views: by function, bottom-up, top-down, caller/callee") {
     const std::vector<std::vector<Frame>> stacks{
-        {fn("malloc", kLibc), fn("alloc_node"), fn("parse"), fn("main")},  // 1: 3 calls of 100, 1 leaked
-        {fn("grow"), fn("parse"), fn("main")},                              // 2: 2 calls of 1000, temporary
+        {fn("malloc", kLibc), fn("alloc_node"), fn("parse", kApp, "src/parse.c", 40), fn("main")},  // 1: 3 calls of 100, 1 leaked
+        {fn("grow"), fn("parse", kApp, "src/parse.c", 41), fn("main")},  // 2: 2 calls of 1000, temporary
         {fn("grow"), fn("grow"), fn("main")},                               // 3: 1 call of 50, live at peak
     };
     using K = EventKind;
@@ -226,6 +227,10 @@ TEST_CASE("report views: by function, bottom-up, top-down, caller/callee") {
         REQUIRE(cc->callers.size() == 3);
         CHECK(cc->callers[0].name == "parse");
         CHECK(cc->callers[0].costs.bytes == 2000);
+        // Each caller and callee says where it is, from its frame in the first stack of its row.
+        CHECK(cc->callers[0].file == "src/parse.c");
+        CHECK(cc->callers[0].line == 41);
+        CHECK(cc->callers[0].module == kApp);
         CHECK(cc->callers[1].name == "grow");
         CHECK(cc->callers[2].name == "main");
         CHECK(cc->callees.size() == 1);  // grow -> grow
@@ -236,6 +241,8 @@ TEST_CASE("report views: by function, bottom-up, top-down, caller/callee") {
         REQUIRE(parse->callees.size() == 2);
         CHECK(parse->callees[0].name == "grow");
         CHECK(parse->callees[1].name == "alloc_node");
+        CHECK(parse->callees[1].module == kApp);
+        CHECK(parse->callees[1].file == "");
         CHECK(caller_callee(v.a, "nothing", Cost::Peak).error().message() ==
               "--caller-callee nothing: no function of the report has this name or contains it");
         CHECK(caller_callee(v.a, "a", Cost::Peak).error().message() ==
@@ -251,6 +258,11 @@ TEST_CASE("report views: by function, bottom-up, top-down, caller/callee") {
                         "            3     2.0 KiB      1000 B        50 B         2  grow  (app)\n"
                         "            3       300 B       100 B       100 B         0  alloc_node  (app)\n") != std::string::npos);
         CHECK(text.find("== sites at the peak ==") == std::string::npos);
+        o.view = OutputOptions::View::CallerCallee;
+        o.caller_callee = "grow";
+        CHECK(text_report(v.a, o).find("  callers:\n"
+                                       "            2     2.0 KiB      1000 B         0 B         2    parse  src/parse.c:41  (app)\n") !=
+              std::string::npos);
         o.view = OutputOptions::View::BottomUp;
         CHECK(json_report(v.a, o).find(R"({"calls":3,"bytes":300,"peak_bytes":100,"leaked_bytes":100,"leaked_blocks":1,"temporary_calls":0,"function":"alloc_node","callers":[{"calls":3,)") !=
               std::string::npos);
