@@ -92,11 +92,17 @@ TEST_CASE("report folding: names, paths and the default set") {
     CHECK(trim_build_path("./elf/dl-init.c") == "elf/dl-init.c");
     CHECK(trim_build_path("/build/gcc-12-abc/src/gcc/ggc-page.cc") == "src/gcc/ggc-page.cc");
     CHECK(trim_build_path("/builddir/build/BUILD/glibc-2.36/malloc/malloc.c") == "malloc/malloc.c");
+    CHECK(trim_build_path("/tmp/python-build.20260509073455.222/Python-3.11.7/Modules/_json.c") == "Modules/_json.c");
+    CHECK(trim_build_path("/tmp/python-build.x") == "/tmp/python-build.x");
     CHECK(trim_build_path("/home/me/src/app.c") == "/home/me/src/app.c");
     CHECK(folded_by_default(fn("malloc", kLibc)));
     CHECK(folded_by_default(fn("operator new[](unsigned long)", kStdcxx)));
     CHECK(folded_by_default(fn("_start")));
     CHECK(folded_by_default(fn("start_thread", kLibc)));
+    // CPython's allocator (the frames above PyUnicode_New in a python3 recording).
+    CHECK(folded_by_default(fn("_PyObject_Malloc", "/usr/lib/libpython3.11.so.1.0", "Objects/obmalloc.c", 2003, true)));
+    CHECK(folded_by_default(fn("PyMem_RawMalloc", "/usr/lib/libpython3.11.so.1.0")));
+    CHECK_FALSE(folded_by_default(fn("PyUnicode_New", "/usr/lib/libpython3.11.so.1.0")));
     CHECK(folded_by_default(fn("std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >::_M_create(unsigned long&, unsigned long)")));
     CHECK(folded_by_default(fn("std::_Hashtable_alloc<std::allocator<std::__detail::_Hash_node<int, false> > >::_M_allocate_buckets(unsigned long)")));
     CHECK(folded_by_default(fn("void std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >::_M_construct<char const*>(char const*, char const*, std::forward_iterator_tag)")));
