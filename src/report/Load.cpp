@@ -74,8 +74,8 @@ Result<Loaded> load(const std::string& artifact, const LoadOptions& opt) {
     constexpr size_t kLookahead = 32;
     std::array<Event, kLookahead> ahead;
     uint64_t queued = 0;
-    // Decoded on a second thread (read_artifact_ahead): decoding was about 45 % of a json
-    // report's time (docs/BENCHMARKS.md, "Report").
+    // Decoded on a second thread (read_artifact_ahead): reading and decoding are a third of a
+    // json report's CPU time, which then overlaps the analysis (docs/BENCHMARKS.md, "Report").
     auto read = read_artifact_ahead(artifact, [&](std::span<const Event> events) {
         for (const Event& e : events) {
             Event& slot = ahead[queued % kLookahead];
