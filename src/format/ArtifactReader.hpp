@@ -2,6 +2,7 @@
 // The reading half of the MemtrackArtifact codec, for `memtrack dump` and the tests.
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 
 #include "core/Result.hpp"
@@ -26,5 +27,17 @@ namespace memtrack {
 //   "empty artifact (0 bytes)"
 // and open/read failures carry their errno.
 Result<uint64_t> read_artifact(const std::string& path, const std::function<void(const Event&)>& on_event);
+
+// The same read, decompressing and decoding on a thread of its own while `on_events` takes the
+// events on the caller's thread, in file order, in batches of at most kReadAheadBatch: the
+// report's analysis of one event and the decoding of the next then run on two cores. At most
+// kReadAheadSlots batches wait decoded (1 MiB), so memory stays bounded as read_artifact's does.
+// Same answer and errors as read_artifact, given after every event before the problem has been
+// taken. An exception from `on_events` stops the reading thread and propagates; one on the
+// reading thread propagates from here once the batches before it are taken.
+inline constexpr size_t kReadAheadBatch = 1024;
+inline constexpr size_t kReadAheadSlots = 16;
+Result<uint64_t> read_artifact_ahead(const std::string& path,
+                                     const std::function<void(std::span<const Event>)>& on_events);
 
 }  // namespace memtrack

@@ -46,6 +46,14 @@ bool is_allocator_entry(std::string_view f) {
         "valloc", "pvalloc", "__libc_malloc", "__libc_calloc", "__libc_realloc", "__libc_memalign",
         "_mid_memalign", "__posix_memalign", "__libc_reallocarray", "__GI___libc_malloc",
         "__GI___libc_realloc", "tcache_init", "_int_malloc", "_int_realloc", "sysmalloc",
+        // CPython's allocator API and pymalloc: every object's allocation goes through them, so
+        // left in they were the one allocating function of a Python program (--by function).
+        "PyObject_Malloc", "PyObject_Calloc", "PyObject_Realloc", "_PyObject_Malloc", "_PyObject_Calloc",
+        "_PyObject_Realloc", "PyMem_Malloc", "PyMem_Calloc", "PyMem_Realloc", "PyMem_RawMalloc",
+        "PyMem_RawCalloc", "PyMem_RawRealloc", "_PyMem_RawMalloc", "_PyMem_RawCalloc", "_PyMem_RawRealloc",
+        "pymalloc_alloc", "pymalloc_realloc", "allocate_from_new_pool", "_PyMem_DebugMalloc",
+        "_PyMem_DebugCalloc", "_PyMem_DebugRealloc", "_PyMem_DebugRawAlloc", "_PyMem_DebugRawMalloc",
+        "_PyMem_DebugRawCalloc", "_PyMem_DebugRawRealloc",
     };
     for (std::string_view n : kNames)
         if (f == n) return true;
@@ -120,10 +128,17 @@ std::string elide_templates(std::string_view name) {
 }
 
 std::string trim_build_path(std::string_view file) {
-    for (std::string_view root : {"/build/", "/builddir/build/BUILD/"}) {
+    // Each root is followed by one folder of the build's own (Debian's package-version, pyenv's
+    // python-build.<stamp>), then the sources' own folder for pyenv (Python-3.11.7).
+    for (auto [root, folders] : {std::pair<std::string_view, int>{"/build/", 1}, {"/builddir/build/BUILD/", 1},
+                                 {"/tmp/python-build.", 2}}) {
         if (!file.starts_with(root)) continue;
-        const size_t slash = file.find('/', root.size());
-        if (slash != std::string_view::npos) file.remove_prefix(slash + 1);
+        size_t at = root.size();
+        for (int i = 0; i < folders && at != std::string_view::npos; ++i) {
+            at = file.find('/', at);
+            if (at != std::string_view::npos) ++at;
+        }
+        if (at != std::string_view::npos) file.remove_prefix(at);
         break;
     }
     for (;;) {

@@ -3,11 +3,12 @@
 // out and counted, runs of unresolved frames become one line, names and paths are shortened.
 //
 // Folded by default: process and thread start-up (`_start`, `__libc_start_main`, `start_thread`,
-// `clone3`, ...), the allocator's entry points (`malloc`, `operator new`, ...) and the standard
-// library's allocation plumbing (`std::allocator`, `allocator_traits`, `_Vector_base`,
-// `_M_allocate`, `_M_create`, ...). --keep-frames keeps every frame (no default set, no runs);
-// --hide-frames REGEX folds frames whose function, file or module matches as well. A stack is
-// never folded to nothing: when every frame would go, its innermost stays.
+// `clone3`, ...), the allocator's entry points (`malloc`, `operator new`, CPython's
+// `PyObject_Malloc`, ...) and the standard library's allocation plumbing (`std::allocator`,
+// `allocator_traits`, `_Vector_base`, `_M_allocate`, `_M_create`, ...). --keep-frames keeps every
+// frame (no default set, no runs); --hide-frames REGEX folds frames whose function, file or
+// module matches as well. A stack is never folded to nothing: when every frame would go, its
+// innermost stays.
 //
 // Every view that names functions (text, folded, --by function, the call trees, --diff's
 // matching) reads the ShownStack of a site (Site::shown); machine formats that carry frames in
@@ -61,7 +62,7 @@ std::string shown_name_with_run(const ShownFrame& f);
 std::string elide_templates(std::string_view name);
 // Build-machine prefixes off a source path: leading "./" and "../" (glibc's
 // `../sysdeps/nptl/x.c`), Debian's `/build/<package-version>/`, Fedora's
-// `/builddir/build/BUILD/<package-version>/`.
+// `/builddir/build/BUILD/<package-version>/`, pyenv's `/tmp/python-build.<stamp>/Python-<version>/`.
 std::string trim_build_path(std::string_view file);
 // The default fold set on one frame (by its function; start-up, allocator, std allocation).
 bool folded_by_default(const Frame& f);

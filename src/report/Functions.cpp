@@ -20,13 +20,14 @@ std::vector<std::string> names_of(const Site& s) {
     return out;
 }
 
-// The row's place: where the site's innermost frame is.
-void locate(FunctionRow& row, const Site& s) {
+// Where the site's frame `i` (innermost first, as names_of counts) is: the row's first site
+// says it for the row.
+void locate(FunctionRow& row, const Site& s, size_t i) {
     const std::vector<NamedFrame> frames = named_frames(s);
-    if (frames.empty()) return;
-    row.file = frames.front().file;
-    row.line = frames.front().line;
-    row.module = frames.front().module;
+    if (i >= frames.size()) return;
+    row.file = frames[i].file;
+    row.line = frames[i].line;
+    row.module = frames[i].module;
 }
 
 template <typename T>
@@ -91,7 +92,7 @@ FunctionTable by_function(const Analysis& a, Cost c, size_t limit) {
         auto [it, fresh] = rows.try_emplace(name);
         if (fresh) {
             it->second.name = name;
-            locate(it->second, s);
+            locate(it->second, s, 0);
         }
         it->second.costs.add(s);
     }
@@ -154,22 +155,26 @@ Result<CallerCallee> caller_callee(const Analysis& a, const std::string& name, C
     std::map<std::string, FunctionRow> callers, callees;
     for (const Site& s : a.sites) {
         const std::vector<std::string> names = names_of(s);
-        std::set<std::string> site_callers, site_callees;
+        // Name -> its frame in this stack (the first one, when it recurs).
+        std::map<std::string, size_t> site_callers, site_callees;
         bool in = false;
         for (size_t i = 0; i < names.size(); ++i) {
             if (names[i] != function) continue;
             in = true;
-            if (i + 1 < names.size()) site_callers.insert(names[i + 1]);
-            if (i > 0) site_callees.insert(names[i - 1]);
+            if (i + 1 < names.size()) site_callers.try_emplace(names[i + 1], i + 1);
+            if (i > 0) site_callees.try_emplace(names[i - 1], i - 1);
         }
         if (!in) continue;
         out.total.add(s);
         if (names.front() == function) out.self.add(s);
         for (auto [set, rows] : {std::pair{&site_callers, &callers}, std::pair{&site_callees, &callees}})
-            for (const std::string& n : *set) {
-                FunctionRow& row = (*rows)[n];
-                row.name = n;
-                row.costs.add(s);
+            for (const auto& [n, i] : *set) {
+                auto [it, fresh] = rows->try_emplace(n);
+                if (fresh) {
+                    it->second.name = n;
+                    locate(it->second, s, i);
+                }
+                it->second.costs.add(s);
             }
     }
     out.callers = sorted_rows(callers, c);

@@ -69,6 +69,7 @@ struct CallerCallee {
     std::string function;
     Costs self;                       // allocations it made itself (it is the allocating function)
     Costs total;                      // every stack it is in
+    // Per caller / callee, with where it is (its frame in the first stack of its row).
     std::vector<FunctionRow> callers;  // per caller: the stacks where it called `function`
     std::vector<FunctionRow> callees;  // per callee: the stacks where `function` called it
 };

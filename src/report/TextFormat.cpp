@@ -307,18 +307,21 @@ std::string costs_head() {
                        "temporary", "function");
 }
 
+// A function row's name and where it is: "grow  src/grow.cc:12  (app)".
+std::string located_name(const FunctionRow& r, const Style& st) {
+    std::string name = st.function(r.name);
+    if (!r.file.empty()) name += fmt::format("  {}:{}", r.file, r.line);
+    if (!r.module.empty()) name += fmt::format("  ({})", base_name(r.module));
+    return name;
+}
+
 void functions_view(const Analysis& a, const OutputOptions& o, const Style& st, std::string& out) {
     const FunctionTable t = by_function(a, o.cost, o.limit);
     out += '\n';
     out += st.title(fmt::format("== allocating functions, by {} ==", cost_name(o.cost)));
     out += '\n';
     out += costs_head();
-    for (const FunctionRow& r : t.rows) {
-        std::string name = st.function(r.name);
-        if (!r.file.empty()) name += fmt::format("  {}:{}", r.file, r.line);
-        if (!r.module.empty()) name += fmt::format("  ({})", base_name(r.module));
-        out += costs_row(r.costs, name);
-    }
+    for (const FunctionRow& r : t.rows) out += costs_row(r.costs, located_name(r, st));
     if (t.other_rows) out += costs_row(t.other, fmt::format("and {} more functions", t.other_rows));
 }
 
@@ -355,10 +358,10 @@ void caller_callee_view(const Analysis& a, const OutputOptions& o, const Style& 
     out += costs_row(cc->total, "in every stack it is in (inclusive)");
     out += costs_row(cc->self, "allocated by it itself (exclusive)");
     out += "  callers:\n";
-    for (const FunctionRow& r : cc->callers) out += costs_row(r.costs, "  " + st.function(r.name));
+    for (const FunctionRow& r : cc->callers) out += costs_row(r.costs, "  " + located_name(r, st));
     if (cc->callers.empty()) out += "    none: it is the outermost shown frame\n";
     out += "  callees:\n";
-    for (const FunctionRow& r : cc->callees) out += costs_row(r.costs, "  " + st.function(r.name));
+    for (const FunctionRow& r : cc->callees) out += costs_row(r.costs, "  " + located_name(r, st));
     if (cc->callees.empty()) out += "    none: it allocates itself\n";
 }
 

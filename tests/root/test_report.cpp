@@ -341,3 +341,35 @@ TEST_CASE("report: a recording with known leaks, peak and temporaries, in every 
         CHECK(browser.eval("document.getElementById('status').textContent") == "matched 35.2 KiB (42.67 %)");
     }
 }
+
+// A real C++ program's one-time runtime block (docs/REPORT.md, "Runtime-owned blocks"): the
+// cxx_ops fixture frees everything it makes, and libstdc++ makes its emergency exception pool at
+// start-up (72704 bytes in Debian 12's libstdc++.so.6.0.30, GCC 12), which lives until exit.
+// The report must count it apart from the leaks, by its rule, and say so beside the leak total.
+TEST_CASE("report: libstdc++'s emergency pool of a real C++ program is the runtime's, not a leak") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    const TrackResult rec = track(dir, {fixture("cxx_ops"), "1"});
+    REQUIRE_MESSAGE(rec.run.status == 0, rec.run.describe());
+    RunResult r = run({memtrack_bin(), "report", rec.artifact, "--format", "json"}, std::chrono::seconds(120));
+    REQUIRE_MESSAGE(r.status == 0, r.describe());
+    const json::value v = json::parse(r.out);
+    CHECK(v.at("leaks").at("bytes") == 0);
+    CHECK(v.at("leaks").at("blocks") == 0);
+    const json::value& not_leaks = v.at("not_leaks");
+    CHECK(not_leaks.at("runtime_bytes") == 72704);
+    CHECK(not_leaks.at("runtime_blocks") == 1);
+    CHECK(not_leaks.at("suppressed_blocks") == 0);
+    const json::array& sites = not_leaks.at("sites").as_array();
+    REQUIRE(sites.size() == 1);
+    CHECK(sites[0].at("rule") == "libstdc++ emergency exception pool");
+    CHECK(sites[0].at("owner") == "runtime");
+    CHECK(sites[0].at("bytes") == 72704);
+    r = run({memtrack_bin(), "report", rec.artifact}, std::chrono::seconds(120));
+    REQUIRE_MESSAGE(r.status == 0, r.describe());
+    CHECK_MESSAGE(r.out.find("leaked (live at their process's exit): 0 B in 0 blocks; not counted: 72704 B (71.0 KiB) "
+                             "in 1 block the runtimes keep (below)\n") != std::string::npos,
+                  r.out);
+    CHECK_MESSAGE(r.out.find("  #1 72704 B (71.0 KiB) in 1 block: libstdc++ emergency exception pool\n") != std::string::npos,
+                  r.out);
+}

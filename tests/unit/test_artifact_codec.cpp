@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include <functional>
 #include <iterator>
 #include <limits>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -278,6 +280,57 @@ TEST_CASE("round trip through ZstdFileWriter and read_artifact") {
     for (size_t i = 0; i < events.size(); ++i)
         if (!(got.events[i] == events[i]) && mismatches++ < 5) FAIL_CHECK("event " << i << " differs");
     CHECK(mismatches == 0);
+}
+
+TEST_CASE("read_artifact_ahead: read_artifact's events in order, in full batches, its errors, and a caller that throws") {
+    TempDir dir;
+    const std::string path = dir / "ahead.MemtrackArtifact.msgpack";
+    // More batches than the ring holds, so the reader waits for the caller; the last one partial.
+    const size_t n = 2 * kReadAheadSlots * kReadAheadBatch + 17;
+    const std::vector<Event> events = varied_events(n);
+    write_zstd_file(path, encode_all(events));
+
+    std::vector<Event> got;
+    std::vector<size_t> sizes;
+    auto r = read_artifact_ahead(path, [&](std::span<const Event> batch) {
+        sizes.push_back(batch.size());
+        got.insert(got.end(), batch.begin(), batch.end());
+    });
+    REQUIRE(r.ok());
+    CHECK(r.value() == n);
+    CHECK(got == events);
+    REQUIRE(sizes.size() == 2 * kReadAheadSlots + 1);
+    CHECK(std::count(sizes.begin(), sizes.end(), kReadAheadBatch) == 2 * kReadAheadSlots);
+    CHECK(sizes.back() == 17);
+
+    SUBCASE("an error comes after the events before it, as read_artifact gives both") {
+        // 0xc1 is the one byte MessagePack never uses.
+        const std::string bad = dir / "bad.MemtrackArtifact.msgpack";
+        write_zstd_file(bad, encode_all(events) + "\xc1" + encode_all(events));
+        const ReadOutcome direct = read_all(bad);
+        REQUIRE_FALSE(direct.ok);
+        got.clear();
+        auto b = read_artifact_ahead(bad, [&](std::span<const Event> batch) { got.insert(got.end(), batch.begin(), batch.end()); });
+        REQUIRE_FALSE(b.ok());
+        CHECK(b.error().message() == direct.message);
+        CHECK(got == direct.events);
+        CHECK(got.size() == n);
+    }
+    SUBCASE("a caller that throws stops the reader and gets its exception") {
+        size_t batches = 0;
+        struct Enough {};
+        CHECK_THROWS_AS(read_artifact_ahead(path,
+                                            [&](std::span<const Event>) {
+                                                if (++batches == 3) throw Enough{};
+                                            }),
+                        Enough);
+        CHECK(batches == 3);
+    }
+    SUBCASE("an unreadable file is read_artifact's error") {
+        auto none = read_artifact_ahead(dir / "none", [](std::span<const Event>) { FAIL("no events"); });
+        REQUIRE_FALSE(none.ok());
+        CHECK(none.error().message() == read_all(dir / "none").message);
+    }
 }
 
 TEST_CASE("the written file decodes exactly as the format doc says") {

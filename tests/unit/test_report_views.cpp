@@ -28,6 +28,7 @@ Frame fn(const char* function, const char* module = "/opt/app/bin/app", const ch
 }
 Frame unresolved(const char* module) { return fn("", module); }
 
+constexpr const char* kApp = "/opt/app/bin/app";
 constexpr const char* kLibc = "/usr/lib/x86_64-linux-gnu/libc.so.6";
 constexpr const char* kLd = "/usr/lib64/ld-linux-x86-64.so.2";
 constexpr const char* kStdcxx = "/usr/lib/x86_64-linux-gnu/libstdc++.so.6";
@@ -91,11 +92,17 @@ TEST_CASE("report folding: names, paths and the default set") {
     CHECK(trim_build_path("./elf/dl-init.c") == "elf/dl-init.c");
     CHECK(trim_build_path("/build/gcc-12-abc/src/gcc/ggc-page.cc") == "src/gcc/ggc-page.cc");
     CHECK(trim_build_path("/builddir/build/BUILD/glibc-2.36/malloc/malloc.c") == "malloc/malloc.c");
+    CHECK(trim_build_path("/tmp/python-build.20260509073455.222/Python-3.11.7/Modules/_json.c") == "Modules/_json.c");
+    CHECK(trim_build_path("/tmp/python-build.x") == "/tmp/python-build.x");
     CHECK(trim_build_path("/home/me/src/app.c") == "/home/me/src/app.c");
     CHECK(folded_by_default(fn("malloc", kLibc)));
     CHECK(folded_by_default(fn("operator new[](unsigned long)", kStdcxx)));
     CHECK(folded_by_default(fn("_start")));
     CHECK(folded_by_default(fn("start_thread", kLibc)));
+    // CPython's allocator (the frames above PyUnicode_New in a python3 recording).
+    CHECK(folded_by_default(fn("_PyObject_Malloc", "/usr/lib/libpython3.11.so.1.0", "Objects/obmalloc.c", 2003, true)));
+    CHECK(folded_by_default(fn("PyMem_RawMalloc", "/usr/lib/libpython3.11.so.1.0")));
+    CHECK_FALSE(folded_by_default(fn("PyUnicode_New", "/usr/lib/libpython3.11.so.1.0")));
     CHECK(folded_by_default(fn("std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >::_M_create(unsigned long&, unsigned long)")));
     CHECK(folded_by_default(fn("std::_Hashtable_alloc<std::allocator<std::__detail::_Hash_node<int, false> > >::_M_allocate_buckets(unsigned long)")));
     CHECK(folded_by_default(fn("void std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >::_M_construct<char const*>(char const*, char const*, std::forward_iterator_tag)")));
@@ -175,8 +182,8 @@ TEST_CASE("report folding: sites, folded stacks and the unresolved modules' hint
 // recursing once. Costs per site below.
 TEST_CASE("report views: by function, bottom-up, top-down, caller/callee") {
     const std::vector<std::vector<Frame>> stacks{
-        {fn("malloc", kLibc), fn("alloc_node"), fn("parse"), fn("main")},  // 1: 3 calls of 100, 1 leaked
-        {fn("grow"), fn("parse"), fn("main")},                              // 2: 2 calls of 1000, temporary
+        {fn("malloc", kLibc), fn("alloc_node"), fn("parse", kApp, "src/parse.c", 40), fn("main")},  // 1: 3 calls of 100, 1 leaked
+        {fn("grow"), fn("parse", kApp, "src/parse.c", 41), fn("main")},  // 2: 2 calls of 1000, temporary
         {fn("grow"), fn("grow"), fn("main")},                               // 3: 1 call of 50, live at peak
     };
     using K = EventKind;
@@ -226,6 +233,10 @@ TEST_CASE("report views: by function, bottom-up, top-down, caller/callee") {
         REQUIRE(cc->callers.size() == 3);
         CHECK(cc->callers[0].name == "parse");
         CHECK(cc->callers[0].costs.bytes == 2000);
+        // Each caller and callee says where it is, from its frame in the first stack of its row.
+        CHECK(cc->callers[0].file == "src/parse.c");
+        CHECK(cc->callers[0].line == 41);
+        CHECK(cc->callers[0].module == kApp);
         CHECK(cc->callers[1].name == "grow");
         CHECK(cc->callers[2].name == "main");
         CHECK(cc->callees.size() == 1);  // grow -> grow
@@ -236,6 +247,8 @@ TEST_CASE("report views: by function, bottom-up, top-down, caller/callee") {
         REQUIRE(parse->callees.size() == 2);
         CHECK(parse->callees[0].name == "grow");
         CHECK(parse->callees[1].name == "alloc_node");
+        CHECK(parse->callees[1].module == kApp);
+        CHECK(parse->callees[1].file == "");
         CHECK(caller_callee(v.a, "nothing", Cost::Peak).error().message() ==
               "--caller-callee nothing: no function of the report has this name or contains it");
         CHECK(caller_callee(v.a, "a", Cost::Peak).error().message() ==
@@ -251,6 +264,11 @@ TEST_CASE("report views: by function, bottom-up, top-down, caller/callee") {
                         "            3     2.0 KiB      1000 B        50 B         2  grow  (app)\n"
                         "            3       300 B       100 B       100 B         0  alloc_node  (app)\n") != std::string::npos);
         CHECK(text.find("== sites at the peak ==") == std::string::npos);
+        o.view = OutputOptions::View::CallerCallee;
+        o.caller_callee = "grow";
+        CHECK(text_report(v.a, o).find("  callers:\n"
+                                       "            2     2.0 KiB      1000 B         0 B         2    parse  src/parse.c:41  (app)\n") !=
+              std::string::npos);
         o.view = OutputOptions::View::BottomUp;
         CHECK(json_report(v.a, o).find(R"({"calls":3,"bytes":300,"peak_bytes":100,"leaked_bytes":100,"leaked_blocks":1,"temporary_calls":0,"function":"alloc_node","callers":[{"calls":3,)") !=
               std::string::npos);
