@@ -9,6 +9,8 @@
 
 #include <string>
 
+#include <boost/json/parse.hpp>
+
 #include "Events.hpp"
 #include "core/Fd.hpp"
 
@@ -138,4 +140,21 @@ TEST_CASE("startup: --version names the version; with -v (either order) the kern
         // The version line, then doctor's report word for word (features, minimum, the load).
         CHECK(r.out == plain.out + doctor.out);
     }
+}
+
+TEST_CASE("startup: the stats split memtrack's time into start-up, the command's run and teardown, within its wall time") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    const TrackResult t = track(dir, {"/bin/sleep", "0.3"});
+    REQUIRE_MESSAGE(t.run.status == 0, "memtrack ", t.run.describe());
+    const boost::json::object s = boost::json::parse(t.stats.raw).as_object();
+    const double startup = s.at("startup_ms").as_double(), run = s.at("run_ms").as_double(),
+                 teardown = s.at("teardown_ms").as_double();
+    // Measured by this test around memtrack's process: from before its spawn to its reaping.
+    const double wall = double(t.t_end - t.t_begin) / 1e6;
+    MESSAGE("startup_ms ", startup, ", run_ms ", run, ", teardown_ms ", teardown, ", wall ", wall, " ms");
+    CHECK(startup > 0);
+    CHECK(run >= 300.0);  // the command's exec and its 0.3 s of sleep
+    CHECK(teardown > 0);
+    CHECK(startup + run + teardown <= wall);
 }
