@@ -132,9 +132,9 @@ std::string memtrack_bin() {
 
 bool kernel_has_per_process_probes() {
     static const bool has = [] {
-        const RunResult r = run({memtrack_bin(), "doctor"});
-        REQUIRE_MESSAGE(r.status == 0, "memtrack doctor: ", r.describe());
-        return r.out.find("bpf_send_signal_task kfunc (Linux 6.13+): yes") != std::string::npos;
+        const RunResult r = run({memtrack_bin(), "doctor", "--json"});
+        REQUIRE_MESSAGE(r.status == 0, "memtrack doctor --json: ", r.describe());
+        return json::parse(r.out).at("features").at("send_signal_task").at("present").as_bool();
     }();
     return has;
 }
