@@ -209,6 +209,7 @@ boost::json::object stats_json(const RunCounters& c) {
         {"object_files_lookups", c.objects.lookups},
         {"object_files_failed", c.objects.failed},
         {"object_files_reopened", c.objects.reopened},
+        {"object_files_reopened_for_symbols", c.objects.reopened_for_symbols},
         {"exit_wakeups_early", links.exit_wakeups_early.get()},
     };
     boost::json::object kinds;

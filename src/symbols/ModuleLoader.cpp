@@ -52,7 +52,7 @@ Result<Fd> dup_fd(const Fd& fd, const std::string& what) {
 std::string module_identity(const ObjectFile& file) { return module_identity(file.build_id(), file.path(), file.stat()); }
 
 Result<LoadedModule> load_module(const ObjectFile& file, const std::string& name) {
-    auto open = file.handles();
+    auto open = file.handles_for_symbols();
     if (!open) return open.error();
     auto fd = dup_fd((*open)->file.fd, name);
     if (!fd) return fd.error();

@@ -163,8 +163,14 @@ TEST_CASE("object files: an unreadable file is tried once; a closed handle is re
     }
     std::filesystem::remove_all(dir);
     CHECK(files.counters().reopened == 0);
+    // The symbolizer's late reading is counted apart from the hold stages'.
+    CHECK((*first)->handles_for_symbols());
+    CHECK(files.counters().reopened_for_symbols == 1);
+    CHECK(files.counters().reopened == 0);
+    (*first)->close();
     CHECK((*first)->handles());
     CHECK(files.counters().reopened == 1);
+    CHECK(files.counters().reopened_for_symbols == 1);
 }
 
 TEST_CASE("object files: the symbolizer reads each file through the run's one opening, and opens one copy of a build") {
