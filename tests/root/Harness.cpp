@@ -469,6 +469,15 @@ uint64_t stats_u64(const Stats& s, const char* key) {
     return json_u64(v.get_object(), key, "--stats");
 }
 
+double stats_double(const Stats& s, const char* key) {
+    json::error_code ec;
+    json::value v = json::parse(s.raw, ec);
+    if (ec || !v.is_object()) throw std::runtime_error("--stats file is not a JSON object: " + s.raw);
+    const json::value* n = v.get_object().if_contains(key);
+    if (!n || !n->is_number()) throw std::runtime_error(std::string("--stats: \"") + key + "\" is missing or not a number");
+    return n->to_number<double>();
+}
+
 // ---- memtrack dump ----
 
 std::string Event::describe() const {
