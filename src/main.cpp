@@ -184,6 +184,8 @@ int main(int argc, char** argv) {
 
     auto* doctor = app.add_subcommand(
         "doctor", "print the kernel features memtrack found, what a missing one costs, and whether its BPF programs load");
+    bool doctor_json = false;
+    doctor->add_flag("--json", doctor_json, "print the report as one JSON object (docs/USAGE.md)");
 
     bool version_features = false;
     try {
@@ -212,7 +214,7 @@ int main(int argc, char** argv) {
             return memtrack::run_track(track);
         }
         if (*d) return memtrack::run_dump(dump);
-        if (*doctor) return memtrack::run_doctor();
+        if (*doctor) return memtrack::run_doctor(doctor_json);
         if (*r) return memtrack::run_report(report);
         if (*c) {
             if (*pid_opt) ctl.pid = pid;

@@ -19,9 +19,13 @@ trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/out" "$WORK/t" "$WORK/stats" "$WORK/log"
 export MEMTRACK_CACHE_DIR="$WORK/cache"
 echo "mt-bench kernel $(uname -r) $N"
-# The mechanism memtrack picks here (memtrack doctor: yes or no).
-"$MEMTRACK" doctor | sed -n -e 's/^uprobe_multi links[^:]*: \(yes\|no\).*/mt-bench uprobe_multi \1/p' \
-    -e 's/^bpf_send_signal_task kfunc[^:]*: \(yes\|no\).*/mt-bench send_signal_task \1/p'
+# The mechanism memtrack picks here (memtrack doctor --json: yes or no). Its status is not this
+# script's: a kernel whose verifier refuses the programs still says what it has.
+"$MEMTRACK" doctor --json >"$WORK/doctor.json" || true
+jq -r '.features | "mt-bench uprobe_multi \(if .uprobe_multi.present then "yes" else "no" end)",
+    "mt-bench send_signal_task \(if .send_signal_task.present then "yes" else "no" end)"' "$WORK/doctor.json"
+doctor_error=$(jq -r 'if .bpf_programs.loaded then empty else .bpf_programs.error end' "$WORK/doctor.json")
+[[ -z "$doctor_error" ]] || warning "memtrack doctor: $doctor_error"
 # Through files: the guest has no /dev/fd for a process substitution.
 probe_sites_of "$BIN/flood" >"$WORK/log/sites.json"
 floor_args placed >"$WORK/floor.args"

@@ -35,12 +35,23 @@ echo "Sizes: flood 1 $FLOOD_N (malloc+free pairs), churn_c and churn_nofp $CHURN
 echo "Medians of $REPS runs. Wall: elapsed time; CPU: user + system time of the tool and the command"
 echo "(getrusage of the tool and all it reaped), less sensitive to the machine's load than wall time."
 echo "net us/alloc: (T(N) - T(1)) / (A(N) - A(1)) minus the untracked run's; x floor: net us/alloc"
-echo "divided by the placed trap floor's; start+tear: wall T(1) - untracked wall T(1)."
+echo "divided by the placed trap floor's; start+tear: wall T(1) - untracked wall T(1). memtrack's own split of"
+echo "its run at N, from its stats (docs/STATS.md): start-up (its start to the command's release), the"
+echo "command's run, teardown (the shutdown's start to the exit stats), and the rest of the wall time (its"
+echo "process's exec and exit, the probes' detach still under way, the stats written)."
 echo
-printf '| %-9s | %-38s | %10s | %9s | %12s | %9s | %9s | %11s | %9s | %15s |\n' workload tool "wall N (s)" slowdown \
-    "net us/alloc" "x floor" "CPU N (s)" "net CPU us" "x floor" "start+tear (ms)"
-echo "|-----------|----------------------------------------|-----------:|----------:|-------------:|----------:|----------:|------------:|----------:|----------------:|"
+printf '| %-9s | %-38s | %10s | %9s | %12s | %9s | %9s | %11s | %9s | %15s | %30s |\n' workload tool "wall N (s)" slowdown \
+    "net us/alloc" "x floor" "CPU N (s)" "net CPU us" "x floor" "start+tear (ms)" "start / run / tear / rest (ms)"
+echo "|-----------|----------------------------------------|-----------:|----------:|-------------:|----------:|----------:|------------:|----------:|----------------:|-------------------------------:|"
 declare -A NET=() NETC=() WALL=() CPU=() STU=() ALLOCS=()
+# memtrack's phases at size N, medians of its stats: "start / run / tear / rest" in ms ("-" for the
+# other tools, which have no stats).
+phases_at_n() { # WORKLOAD TOOL
+    [[ -v "MT_OPTS[$2]" ]] || { echo -; return 0; }
+    local tag="${1}__${2}__${WL_N[$1]}" s r t
+    s=$(stat_median "$tag" .startup_ms) r=$(stat_median "$tag" .run_ms) t=$(stat_median "$tag" .teardown_ms)
+    echo "$(fmt "$s" '%.0f') / $(fmt "$r" '%.0f') / $(fmt "$t" '%.0f') / $(fmt "$(calc "${WALL[$1,$2]} * 1e3 - $s - $r - $t")" '%.0f')"
+}
 # net_per_alloc WORKLOAD TOOL SUFFIX -> (T(N) - T(1)) / allocations, in us (SUFFIX "" wall, .cpu CPU)
 net_per_alloc() {
     local n="${WL_N[$1]}"
@@ -64,19 +75,20 @@ for wl in "${WORKLOADS[@]}"; do
     done
     for tool in "${TOOLS[@]}"; do
         if [[ $tool == untracked ]]; then
-            printf '| %-9s | %-38s | %10s | %9s | %12s | %9s | %9s | %11s | %9s | %15s |\n' "$wl" "${TOOL_LABEL[$tool]}" \
+            printf '| %-9s | %-38s | %10s | %9s | %12s | %9s | %9s | %11s | %9s | %15s | %30s |\n' "$wl" "${TOOL_LABEL[$tool]}" \
                 "$(fmt "$u_n" '%.3f')" 1.0x "$(fmt "$u_per" '(%.3f)')" - "$(fmt "${CPU[$wl,$tool]}" '%.3f')" \
-                "$(fmt "$u_perc" '(%.3f)')" - -
+                "$(fmt "$u_perc" '(%.3f)')" - - -
             continue
         fi
         label="${TOOL_LABEL[$tool]}"
         # heaptrack does not follow fork(): flood's writer, a child, runs untraced.
         [[ $wl == flood && $tool == heaptrack ]] && label="heaptrack (writer untraced: no fork)"
-        printf '| %-9s | %-38s | %10s | %9s | %12s | %9s | %9s | %11s | %9s | %15s |\n' "$wl" "$label" \
+        printf '| %-9s | %-38s | %10s | %9s | %12s | %9s | %9s | %11s | %9s | %15s | %30s |\n' "$wl" "$label" \
             "$(fmt "${WALL[$wl,$tool]}" '%.3f')" "$(fmt "$(calc "${WALL[$wl,$tool]} / $u_n")" '%.0fx')" \
             "$(fmt "${NET[$wl,$tool]}" '%.2f')" "$(fmt "$(calc "${NET[$wl,$tool]} / ${NET[$wl,floor]}")" '%.2f')" \
             "$(fmt "${CPU[$wl,$tool]}" '%.3f')" "$(fmt "${NETC[$wl,$tool]}" '%.2f')" \
-            "$(fmt "$(calc "${NETC[$wl,$tool]} / ${NETC[$wl,floor]}")" '%.2f')" "$(fmt "${STU[$wl,$tool]}" '%.0f')"
+            "$(fmt "$(calc "${NETC[$wl,$tool]} / ${NETC[$wl,floor]}")" '%.2f')" "$(fmt "${STU[$wl,$tool]}" '%.0f')" \
+            "$(phases_at_n "$wl" "$tool")"
     done
 done
 echo

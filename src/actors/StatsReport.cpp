@@ -131,6 +131,9 @@ boost::json::object stats_json(const RunCounters& c) {
         {"bytes", ev.bytes.get()},
         {"dropped", k.dropped},
         {"duration_s", double(c.duration_ns) / 1e9},
+        {"startup_ms", double(c.phases.startup_ns) / 1e6},
+        {"run_ms", double(c.phases.run_ns) / 1e6},
+        {"teardown_ms", double(c.phases.teardown_ns) / 1e6},
         {"written", w.written.get()},
         {"unwritten", w.unwritten.get()},
         {"artifact_events", w.artifact_events.get()},
@@ -208,6 +211,7 @@ boost::json::object stats_json(const RunCounters& c) {
         {"object_files_lookups", c.objects.lookups},
         {"object_files_failed", c.objects.failed},
         {"object_files_reopened", c.objects.reopened},
+        {"object_files_reopened_for_symbols", c.objects.reopened_for_symbols},
         {"exit_wakeups_early", links.exit_wakeups_early.get()},
     };
     boost::json::object kinds;

@@ -8,6 +8,7 @@
 #include <boost/json/object.hpp>
 
 #include "actors/ActorCounters.hpp"
+#include "core/RunPhases.hpp"
 #include "probes/BpfSession.hpp"
 #include "process/ProcessHolds.hpp"
 #include "symbols/ObjectFiles.hpp"
@@ -58,6 +59,7 @@ struct ShutdownCounters {
 // Every source of the report, as copied at one moment.
 struct RunCounters {
     uint64_t duration_ns = 0;  // since the run began
+    PhaseDurations phases;     // start-up, the command's run, teardown (RunPhases)
     uint64_t ring_bytes = 0;   // the events ring's size
     ConsumerCounters events;   // the event ring's consumer
     WriterCounters writer;

@@ -94,7 +94,7 @@ std::shared_ptr<const CfiTableCache> open_cache(const TrackOptions& opt) {
 }  // namespace
 
 int run_track(const TrackOptions& opt_in) {
-    const uint64_t started_ns = monotonic_ns();
+    const uint64_t started_ns = monotonic_ns();  // where the stats' startup_ms begins (RunPhases)
     const TrackOptions opt = resolve_track_options(opt_in);
     require_bpf_privileges();
     if (auto own = check_proc_matches_pid_namespace(); !own) throw FatalError(own.error().message());
@@ -191,19 +191,18 @@ int run_track(const TrackOptions& opt_in) {
     std::optional<TrackRun> run;
     try {
         run.emplace(io, opt, *bpf, std::move(artifact), std::move(*timeline), std::move(stacks_file), std::move(resolver),
-                    std::move(unwind_cache), child, control.get(), guard);
+                    std::move(unwind_cache), child, control.get(), guard, started_ns);
     } catch (...) {
         child.abandon();
         throw;
     }
-    log::info("start-up took {:.1f} ms", double(monotonic_ns() - t0) / 1e6);
     deferred.deliver();
     const int status = run->run();
     const uint64_t t1 = monotonic_ns();
     // Done during shutdown already (detach_early); here for a run that never got that far.
     run->detach_probes();
-    log::info("teardown took {:.1f} ms ({:.1f} ms since memtrack started)", double(monotonic_ns() - t1) / 1e6,
-              double(monotonic_ns() - started_ns) / 1e6);
+    log::info("exit: probes detached {:.1f} ms after the run ({:.1f} ms since memtrack started)",
+              double(monotonic_ns() - t1) / 1e6, double(monotonic_ns() - started_ns) / 1e6);
     if (run->exec_failed()) {
         dir.remove(artifact_name(child.pid()));  // no empty artifact for a command that never ran
         dir.remove(stacks_name(child.pid()));

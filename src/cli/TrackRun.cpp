@@ -27,6 +27,7 @@
 #include "core/Log.hpp"
 #include "core/OutputFiles.hpp"
 #include "core/Result.hpp"
+#include "core/RunPhases.hpp"
 #include "format/Timeline.hpp"
 #include "format/ZstdFileWriter.hpp"
 #include "process/ProcessCommand.hpp"
@@ -52,8 +53,9 @@ class TrackRun::Impl {
 public:
     Impl(asio::io_context& io, const TrackOptions& opt, BpfSession& bpf, ZstdFileWriter artifact,
          ZstdFileWriter timeline, std::optional<ZstdFileWriter> stacks_file, std::unique_ptr<Resolver> resolver,
-         std::shared_ptr<const CfiTableCache> unwind_cache, HeldChild& child, Control* control, const StopGuard& guard)
-        : io_(io), opt_(opt), bpf_(bpf), child_(child), control_(control),
+         std::shared_ptr<const CfiTableCache> unwind_cache, HeldChild& child, Control* control, const StopGuard& guard,
+         uint64_t started_ns)
+        : io_(io), opt_(opt), bpf_(bpf), child_(child), control_(control), phases_(started_ns),
           hold_maps_(value_or_throw(HoldMaps::open(bpf.holds_map_fd(), bpf.held_map_fd(), bpf.hold_words(),
                                                    bpf.holds_outstanding()))),
           holds_(io_, hold_maps_, hold_signals_, [&bpf](uint32_t i) { return bpf.counters().shown(i); }),
@@ -98,7 +100,8 @@ public:
 
         std::vector<std::thread> pool;
         for (unsigned i = 1; i < opt_.threads; ++i) pool.emplace_back([this] { io_.run(); });
-        released_ns_ = monotonic_ns();
+        phases_.mark_released(monotonic_ns());
+        log::info("start-up took {:.1f} ms", double(phases_.released_ns() - phases_.started_ns()) / 1e6);
         auto released = child_.release();
         if (!released) {
             exec_error_ = released.error().err;
@@ -219,7 +222,9 @@ private:
     // --stats and the socket's `stats`: each owner's counters as of now, and the kernel's.
     boost::json::object live_stats() {
         RunCounters c;
-        c.duration_ns = monotonic_ns() - started_ns_;
+        const uint64_t now = monotonic_ns();
+        c.duration_ns = now - started_ns_;
+        c.phases = phases_.durations(now);
         c.ring_bytes = opt_.ring_size;
         c.events = events_.consumer().counters();
         c.writer = events_.sink().counters();
@@ -246,7 +251,8 @@ private:
         signal_ = sig;
         bpf_.set_recording(false);
         const uint64_t t0 = monotonic_ns();
-        log::info("shutdown: {} at {:.1f} ms after release", reason_name(why), double(t0 - released_ns_) / 1e6);
+        phases_.mark_shutdown(t0);
+        log::info("shutdown: {} at {:.1f} ms after release", reason_name(why), double(t0 - phases_.released_ns()) / 1e6);
         // When the command has exited, once every ring is read to its position of now the probes
         // have nothing left to give: detach them while the sinks finish. Closing the links is
         // mostly waiting for RCU grace periods (50-90 ms), which then overlaps the symbolizer's
@@ -334,6 +340,10 @@ private:
                     ? "what the command did after it is not recorded"
                     : fmt::format("the command (pid {}) ignored it and runs on, no longer recorded", child_.pid()));
         }
+        // The teardown ends here: what follows is the exit's own (writing the stats, the probes'
+        // detach when still under way, the summary).
+        phases_.mark_finished(monotonic_ns());
+        log::info("teardown took {:.1f} ms", double(phases_.durations(monotonic_ns()).teardown_ns) / 1e6);
         auto stats = live_stats();
         bool stats_failed = false;
         if (!opt_.stats_file.empty()) {
@@ -397,6 +407,7 @@ private:
     BpfSession& bpf_;
     HeldChild& child_;
     Control* control_;
+    RunPhases phases_;  // start-up, run and teardown: the stats' startup_ms, run_ms, teardown_ms
     const uint64_t started_ns_ = monotonic_ns();  // the stats' duration_s
     ShutdownCounters shutdown_counters_;
     HoldMaps hold_maps_;
@@ -418,7 +429,6 @@ private:
     int signal_ = 0;
     int exec_error_ = 0;
     std::string cut_short_;  // finish(): why the recording ended before the command did; empty when it did not
-    uint64_t released_ns_ = 0;  // when the command was let go to exec, for -v timings
     std::mutex error_mu_;
     std::optional<Error> write_error_;
     std::atomic<bool> detach_started_{false};  // start_detach()
@@ -428,9 +438,9 @@ private:
 TrackRun::TrackRun(asio::io_context& io, const TrackOptions& opt, BpfSession& bpf, ZstdFileWriter artifact,
                    ZstdFileWriter timeline, std::optional<ZstdFileWriter> stacks_file, std::unique_ptr<Resolver> resolver,
                    std::shared_ptr<const CfiTableCache> unwind_cache, HeldChild& child, Control* control,
-                   const StopGuard& guard)
+                   const StopGuard& guard, uint64_t started_ns)
     : impl_(std::make_unique<Impl>(io, opt, bpf, std::move(artifact), std::move(timeline), std::move(stacks_file), std::move(resolver),
-                                   std::move(unwind_cache), child, control, guard)) {}
+                                   std::move(unwind_cache), child, control, guard, started_ns)) {}
 TrackRun::~TrackRun() = default;
 int TrackRun::run() { return impl_->run(); }
 void TrackRun::detach_probes() { impl_->detach_probes(); }

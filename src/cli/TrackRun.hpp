@@ -3,6 +3,7 @@
 // the drain barrier, per-process probes, pauses, the control handlers and the shutdown sequence
 // (every route to the end: the command's exit, a signal, a client's request, a failed exec).
 // `memtrack track`'s start-up (TrackCommand.cpp) makes what it needs, then hands it over here.
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,10 +24,11 @@ class StopGuard;
 
 class TrackRun {
 public:
+    // started_ns: when `memtrack track` started (monotonic_ns): where the stats' startup_ms begins.
     TrackRun(boost::asio::io_context& io, const TrackOptions& opt, BpfSession& bpf, ZstdFileWriter artifact,
              ZstdFileWriter timeline, std::optional<ZstdFileWriter> stacks_file, std::unique_ptr<Resolver> resolver,
              std::shared_ptr<const CfiTableCache> unwind_cache, HeldChild& child, Control* control,
-             const StopGuard& guard);
+             const StopGuard& guard, uint64_t started_ns);
     ~TrackRun();
     TrackRun(const TrackRun&) = delete;
     TrackRun& operator=(const TrackRun&) = delete;

@@ -9,6 +9,7 @@
 namespace memtrack {
 
 struct KernelFeature {
+    const char* id;        // its key in `memtrack doctor --json`: "ring_buffer"
     const char* name;      // as printed: "ring buffer"
     const char* since;     // the mainline release that brought it: "5.8"
     bool required;         // memtrack cannot run without it
@@ -18,16 +19,16 @@ struct KernelFeature {
 
 struct KernelFeatures {
     std::string release;   // uname's, for messages only
-    KernelFeature btf{"vmlinux BTF", "5.4", true, ""};
+    KernelFeature btf{"btf", "vmlinux BTF", "5.4", true, ""};
     // The ring's dynptr reservations (a stack record sized at run time) came in 5.19.
-    KernelFeature ring_buffer{"BPF ring buffer with dynptrs", "5.19", true, ""};
-    KernelFeature task_storage{"task storage in tracing programs", "5.11", true, ""};
-    KernelFeature attach_cookie{"bpf_get_attach_cookie", "5.15", true, ""};
-    KernelFeature loop{"bpf_loop", "5.17", true, ""};
-    KernelFeature uprobe_multi{"uprobe_multi links", "6.6", false,
+    KernelFeature ring_buffer{"ring_buffer", "BPF ring buffer with dynptrs", "5.19", true, ""};
+    KernelFeature task_storage{"task_storage", "task storage in tracing programs", "5.11", true, ""};
+    KernelFeature attach_cookie{"attach_cookie", "bpf_get_attach_cookie", "5.15", true, ""};
+    KernelFeature loop{"loop", "bpf_loop", "5.17", true, ""};
+    KernelFeature uprobe_multi{"uprobe_multi", "uprobe_multi links", "6.6", false,
                                "one perf-event uprobe per probe site: attaching and detaching cost "
                                "a system call and a link each"};
-    KernelFeature send_signal_task{"bpf_send_signal_task kfunc", "6.13", false,
+    KernelFeature send_signal_task{"send_signal_task", "bpf_send_signal_task kfunc", "6.13", false,
                                    "allocator probes trap in every process that maps the probed "
                                    "libraries (only tracked ones are recorded)"};
 

@@ -7,7 +7,11 @@
 
 namespace memtrack {
 
-Module::Module(std::unique_ptr<Dwfl, DwflDeleter> dwfl, Dwfl_Module* mod) : dwfl_(std::move(dwfl)), mod_(mod) {
+Module::Module(std::unique_ptr<Dwfl, DwflDeleter> dwfl, Dwfl_Module* mod, KnownDebugFile debug)
+    : debug_(std::move(debug)), dwfl_(std::move(dwfl)), mod_(mod) {
+    void** userdata = nullptr;
+    dwfl_module_info(mod_, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+    if (userdata != nullptr) *userdata = &debug_;
     const unsigned char* bits = nullptr;
     GElf_Addr id_vaddr = 0;
     const int len = dwfl_module_build_id(mod_, &bits, &id_vaddr);
@@ -34,6 +38,7 @@ void Module::index_symbols() {
         size_t n = 0;
         (void)dwarf_getaranges(dwarf, &aranges, &n);
     }
+    debug_.fd.reset();  // not asked for: the file has symbols and DWARF of its own
 }
 
 std::optional<uint64_t> Module::to_address(uint64_t file_offset) const {

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/Fd.hpp"
 #include "format/StacksFile.hpp"  // Frame
 #include "symbols/InlineScopes.hpp"
 #include "symbols/SymbolIndex.hpp"
@@ -21,6 +22,14 @@ namespace memtrack {
 
 struct DwflDeleter {
     void operator()(Dwfl* d) const { dwfl_end(d); }
+};
+
+// A module's separate debug file as ObjectFiles opened it (by build-id, where libdwfl looks first),
+// for libdwfl's search for the module's debug info (ModuleLoader's find_debuginfo): a duplicate
+// of ObjectFiles' descriptor, given to libdwfl when it asks, so it opens no file of its own.
+struct KnownDebugFile {
+    Fd fd;  // invalid once given (libdwfl then owns it), or when there is none
+    std::string path;
 };
 
 // Not thread-safe: built on one thread (the preload thread or the resolver's strand), then used
@@ -34,12 +43,16 @@ public:
     };
 
     // `mod` lives in `dwfl`, reported and ended (dwfl_report_end). Reads the build-id and the
-    // PT_LOAD segments; the symbol index is built by index_symbols().
-    Module(std::unique_ptr<Dwfl, DwflDeleter> dwfl, Dwfl_Module* mod);
+    // PT_LOAD segments; the symbol index is built by index_symbols(). `debug` is what libdwfl's
+    // search for debug info is given (the module's userdata points at it).
+    Module(std::unique_ptr<Dwfl, DwflDeleter> dwfl, Dwfl_Module* mod, KnownDebugFile debug = {});
+    Module(const Module&) = delete;
+    Module& operator=(const Module&) = delete;
 
     // What the first lookups would otherwise pay: the symbol index (for a file without a
     // symbol table, libdwfl's search for separate debug info), the DWARF opened (libdw inflates
-    // compressed sections here) and its compile units' ranges read. Idempotent.
+    // compressed sections here) and its compile units' ranges read; libdwfl's one search for
+    // debug info happens here, so a known debug file it did not take is closed after. Idempotent.
     void index_symbols();
 
     // A file offset inside one of the PT_LOAD segments -> the module address of that byte.
@@ -56,6 +69,7 @@ public:
 private:
     CuScopes& scopes_of(Dwarf_Die* cudie);
 
+    KnownDebugFile debug_;  // before dwfl_: the module's userdata points here while libdwfl may search
     std::unique_ptr<Dwfl, DwflDeleter> dwfl_;
     Dwfl_Module* mod_ = nullptr;
     Dwarf_Addr bias_ = 0;  // 0 for files; whatever libdwfl chose for in-memory images

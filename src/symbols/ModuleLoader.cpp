@@ -1,12 +1,9 @@
 #include "symbols/ModuleLoader.hpp"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 
 #include <cerrno>
-#include <string_view>
-
-#include <fmt/format.h>
+#include <cstring>
 
 #include "core/Fd.hpp"
 #include "symbols/ModuleIdentity.hpp"
@@ -19,48 +16,64 @@ namespace {
 // in its .debug folder and under /usr/lib/debug.
 char* g_debuginfo_path = nullptr;
 
+// libdwfl's search for a module's debug info. Its first call is for the module's debug file:
+// the one ObjectFiles opened by build-id (the module's userdata, a KnownDebugFile), where libdwfl
+// would look first, is handed over. A file without one, and a later call (a dwz alternate file),
+// are searched for as libdwfl does.
+int find_debuginfo(Dwfl_Module* mod, void** userdata, const char* modname, GElf_Addr base, const char* file_name,
+                   const char* debuglink_file, GElf_Word debuglink_crc, char** debuginfo_file_name) {
+    if (auto* known = static_cast<KnownDebugFile*>(*userdata); known != nullptr && known->fd.valid()) {
+        *debuginfo_file_name = ::strdup(known->path.c_str());  // libdwfl frees it
+        return known->fd.release();  // libdwfl closes it
+    }
+    return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
+                                        debuginfo_file_name);
+}
+
 // Every module is reported offline, one file per Dwfl: no process is attached, so nothing here
 // depends on the traced process still being alive, and modules can be loaded on any thread.
 const Dwfl_Callbacks kCallbacks = {
     .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_debuginfo = find_debuginfo,
     .section_address = dwfl_offline_section_address,
     .debuginfo_path = &g_debuginfo_path,
 };
 
 Error dwfl_error(const std::string& what, std::string op) { return Error{std::move(op), what, 0, dwfl_errmsg(-1)}; }
 
+Result<Fd> dup_fd(const Fd& fd, const std::string& what) {
+    Fd dup(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
+    if (!dup.valid()) return errno_error("dup", what);
+    return dup;
+}
+
 }  // namespace
 
-Result<LoadedModule> load_module_file(int pid, const Mapping& m) {
-    constexpr std::string_view kDeleted = " (deleted)";
-    const bool deleted = m.path.ends_with(kDeleted);
-    const std::string path = deleted ? m.path.substr(0, m.path.size() - kDeleted.size()) : m.path;
+std::string module_identity(const ObjectFile& file) { return module_identity(file.build_id(), file.path(), file.stat()); }
 
-    Fd fd;
-    if (pid > 0) fd.reset(::open(fmt::format("/proc/{}/map_files/{:x}-{:x}", pid, m.start, m.end).c_str(),
-                                 O_RDONLY | O_CLOEXEC));
-    if (!fd.valid() && pid > 0 && !deleted)
-        fd.reset(::open(fmt::format("/proc/{}/root{}", pid, path).c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid() && !deleted) fd.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) return errno_error("open", m.path);
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return errno_error("stat", m.path);
+Result<LoadedModule> load_module(const ObjectFile& file, const std::string& name) {
+    auto open = file.handles_for_symbols();
+    if (!open) return open.error();
+    auto fd = dup_fd((*open)->file.fd, name);
+    if (!fd) return fd.error();
+    KnownDebugFile debug;
+    if ((*open)->debug) {
+        auto dfd = dup_fd((*open)->debug->fd, (*open)->debug_path);
+        if (!dfd) return dfd.error();
+        debug = {std::move(dfd).value(), (*open)->debug_path};
+    }
 
     std::unique_ptr<Dwfl, DwflDeleter> dwfl(dwfl_begin(&kCallbacks));
-    if (!dwfl) return dwfl_error(m.path, "dwfl_begin");
+    if (!dwfl) return dwfl_error(name, "dwfl_begin");
     dwfl_report_begin(dwfl.get());
     // Bias 0 (add_p_vaddr with base 0): module addresses are the ELF's own p_vaddr addresses.
-    // The path, not the fd's /proc name, goes to libdwfl so .gnu_debuglink is looked for beside
-    // the real file.
-    Dwfl_Module* mod = dwfl_report_elf(dwfl.get(), path.c_str(), path.c_str(), fd.get(), 0, true);
-    if (mod == nullptr) return dwfl_error(m.path, "dwfl_report_elf");  // the fd is still ours: Fd closes it
-    fd.release();  // consumed by libdwfl on success
-    if (dwfl_report_end(dwfl.get(), nullptr, nullptr) != 0) return dwfl_error(m.path, "dwfl_report_end");
-    auto module = std::make_unique<Module>(std::move(dwfl), mod);
-    if (!module->usable()) return Error{"read ELF headers", m.path, 0, "no program headers"};
-    std::string identity = module_identity(module->build_id(), path, st);
-    return LoadedModule{std::move(module), std::move(identity)};
+    Dwfl_Module* mod = dwfl_report_elf(dwfl.get(), name.c_str(), name.c_str(), fd->get(), 0, true);
+    if (mod == nullptr) return dwfl_error(name, "dwfl_report_elf");  // the fd is still ours: Fd closes it
+    fd->release();  // consumed by libdwfl on success
+    if (dwfl_report_end(dwfl.get(), nullptr, nullptr) != 0) return dwfl_error(name, "dwfl_report_end");
+    auto module = std::make_unique<Module>(std::move(dwfl), mod, std::move(debug));
+    if (!module->usable()) return Error{"read ELF headers", name, 0, "no program headers"};
+    return LoadedModule{std::move(module), module_identity(file)};
 }
 
 Result<LoadedModule> load_vdso_image(std::string& image) {

@@ -1,13 +1,14 @@
 #pragma once
-// Opening a mapped file (or the vDSO) as a Module with libdwfl: which file to open, separate
-// debug info found by build-id or .gnu_debuglink under /usr/lib/debug, and the identity the
-// module is shared under.
+// A mapped file (or the vDSO) as a Module with libdwfl: the file as ObjectFiles read it (libdwfl
+// is given duplicates of its descriptors and opens nothing again: issue 33.8), separate debug
+// info found by build-id (ObjectFiles' reading) or .gnu_debuglink under /usr/lib/debug (libdwfl's
+// search), and the identity the module is shared under.
 #include <memory>
 #include <string>
 
 #include "core/Result.hpp"
 #include "symbols/Module.hpp"
-#include "symbols/ProcessMaps.hpp"
+#include "symbols/ObjectFiles.hpp"
 
 namespace memtrack {
 
@@ -16,10 +17,15 @@ struct LoadedModule {
     std::string identity;  // module_identity(): build-id, or file identity without one
 };
 
-// The file mapped by `m`. With pid > 0 it is opened through /proc/PID/map_files (the exact file,
-// even deleted or in another mount namespace), then /proc/PID/root; else by path. A deleted
-// file is never opened by its path, which names another file now, or none.
-Result<LoadedModule> load_module_file(int pid, const Mapping& m);
+// The identity of a module made of `file`: its build-id, or the file's identity without one.
+std::string module_identity(const ObjectFile& file);
+
+// `file` as the module named `name` (the path the process maps it at: libdwfl looks for a
+// .gnu_debuglink file beside it). libdwfl reads the file, and its separate debug file when
+// ObjectFiles found one, through duplicates of ObjectFiles' descriptors: its own Elf handles over
+// the same open files (it changes its handles, inflating compressed debug sections in place,
+// while the probe and unwind stages read ObjectFiles' own on another thread).
+Result<LoadedModule> load_module(const ObjectFile& file, const std::string& name);
 
 // The vDSO, from `image` (memtrack's own copy of it: the kernel maps one image into every 64-bit
 // process). `image` must outlive the module.

@@ -30,7 +30,7 @@ Result<std::shared_ptr<const ObjectFile>> ObjectFile::open(const std::string& pa
     return std::shared_ptr<const ObjectFile>(std::move(f).value());
 }
 
-Result<std::shared_ptr<ObjectFile>> ObjectFile::read(const std::string& path, std::atomic<uint64_t>* reopened) {
+Result<std::shared_ptr<ObjectFile>> ObjectFile::read(const std::string& path, Reopened* reopened) {
     auto handles = open_handles(path);
     if (!handles) return handles.error();
     std::shared_ptr<ObjectFile> f(new ObjectFile);
@@ -46,7 +46,13 @@ Result<std::shared_ptr<ObjectFile>> ObjectFile::read(const std::string& path, st
     return f;
 }
 
-Result<std::shared_ptr<const OpenObject>> ObjectFile::handles() const {
+Result<std::shared_ptr<const OpenObject>> ObjectFile::handles() const { return handles(&Reopened::by_stages); }
+
+Result<std::shared_ptr<const OpenObject>> ObjectFile::handles_for_symbols() const {
+    return handles(&Reopened::by_symbols);
+}
+
+Result<std::shared_ptr<const OpenObject>> ObjectFile::handles(std::atomic<uint64_t> Reopened::*counter) const {
     std::lock_guard lock(mu_);
     if (open_) return open_;
     auto again = open_handles(path_);
@@ -56,7 +62,7 @@ Result<std::shared_ptr<const OpenObject>> ObjectFile::handles() const {
     if (::fstat((*again)->file.fd.get(), &st) != 0) return errno_error("stat", path_);
     if (st.st_dev != st_.st_dev || st.st_ino != st_.st_ino)
         return Error{"open", path_, ESTALE, "no longer the file first read"};
-    if (reopened_) reopened_->fetch_add(1, std::memory_order_relaxed);
+    if (reopened_) (reopened_->*counter).fetch_add(1, std::memory_order_relaxed);
     open_ = std::move(again).value();
     return open_;
 }
@@ -93,7 +99,8 @@ Result<std::shared_ptr<const ObjectFile>> ObjectFiles::get(pid_t pid, const std:
 ObjectFileCounters ObjectFiles::counters() const {
     std::lock_guard lock(mu_);
     ObjectFileCounters c = counters_;
-    c.reopened = reopened_.load(std::memory_order_relaxed);
+    c.reopened = reopened_.by_stages.load(std::memory_order_relaxed);
+    c.reopened_for_symbols = reopened_.by_symbols.load(std::memory_order_relaxed);
     return c;
 }
 

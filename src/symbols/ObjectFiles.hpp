@@ -3,7 +3,8 @@
 // (device, inode, size, times, as fstat(2) gives them for the descriptor read), its GNU build-id,
 // its PT_LOAD segments, and libelf handles of it and of its separate debug file. Every stage that
 // reads an object file takes it from here: the probe sites (ProbeSiteCache), the unwind table
-// (UnwindTables, load_cfi_table), the Python runtime's address and bias (PythonProcs). A file is
+// (UnwindTables, load_cfi_table), the Python runtime's address and bias (PythonProcs), the
+// symbolizer's modules (ModuleLoader: libdwfl is given its descriptors). A file is
 // opened and parsed once per run, whichever process maps it and whichever stage asks first (issue
 // 33.8: it was opened up to five times, by each stage and for each bias); each stage keeps what it
 // derives, keyed by the same (device, inode).
@@ -12,8 +13,10 @@
 // rewritten in place during the run keeps its first reading, as the stages' caches did); an open
 // handle is kept for the files read most recently (kKeepOpen), which covers every stage of one
 // new-code hold; a stage that needs a closed one's handle again reopens it (counted: `reopened`,
-// 0 in every run measured, since each stage reads a file once).
-// Thread-safe: ProcessLinks' strand and start-up (BpfSession) use it.
+// 0 in every run measured, since each stage reads a file once); the symbolizer, which reads a
+// file when its first stack arrives, may find it closed (counted apart: `reopened_for_symbols`).
+// Thread-safe: ProcessLinks' strand, start-up (BpfSession), the symbolizer's strand and its
+// preload thread use it.
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -51,16 +54,24 @@ public:
     const struct stat& stat() const { return st_; }  // of the descriptor read
     const std::string& build_id() const { return build_id_; }  // lowercase hex; empty: none
     const std::vector<LoadSegment>& segments() const { return segments_; }  // every PT_LOAD
-    // The open handles (reopened when closed since: counted by the registry).
+    // The open handles (reopened when closed since: counted by the registry). For the stages that
+    // read a file in the hold that found it (probe sites, unwind table, Python runtime).
     Result<std::shared_ptr<const OpenObject>> handles() const;
+    // The same for the symbolizer, which reads a file when the first stack in it arrives, maybe
+    // after 64 newer files closed its handles: its reopenings are counted apart.
+    Result<std::shared_ptr<const OpenObject>> handles_for_symbols() const;
     // The handles are dropped once no stage holds them (kept facts stay).
     void close() const;
 
 private:
     ObjectFile() = default;
-    // reopened: the registry's counter of reopened handles (null: standalone).
-    static Result<std::shared_ptr<ObjectFile>> read(const std::string& path, std::atomic<uint64_t>* reopened);
+    struct Reopened {  // the registry's counters of reopened handles
+        std::atomic<uint64_t> by_stages{0}, by_symbols{0};
+    };
+    // reopened: the registry's counters (null: standalone).
+    static Result<std::shared_ptr<ObjectFile>> read(const std::string& path, Reopened* reopened);
     static Result<std::shared_ptr<OpenObject>> open_handles(const std::string& path);
+    Result<std::shared_ptr<const OpenObject>> handles(std::atomic<uint64_t> Reopened::*counter) const;
 
     std::string path_;
     struct stat st_ {};
@@ -68,7 +79,7 @@ private:
     std::vector<LoadSegment> segments_;
     mutable std::mutex mu_;  // guards open_
     mutable std::shared_ptr<const OpenObject> open_;
-    std::atomic<uint64_t>* reopened_ = nullptr;  // the registry's counter; null when standalone
+    Reopened* reopened_ = nullptr;  // the registry's counters; null when standalone
     friend class ObjectFiles;
 };
 
@@ -76,7 +87,8 @@ struct ObjectFileCounters {
     uint64_t parsed = 0;    // files opened and parsed: one per distinct file read
     uint64_t lookups = 0;   // answers given (every stage's, every process's)
     uint64_t failed = 0;    // files that could not be read (each tried once)
-    uint64_t reopened = 0;  // handles opened again after they were closed
+    uint64_t reopened = 0;  // handles opened again after they were closed, for a stage in a hold
+    uint64_t reopened_for_symbols = 0;  // ... for the symbolizer
 };
 
 class ObjectFiles {
@@ -96,7 +108,7 @@ private:
     std::map<Key, Result<std::shared_ptr<const ObjectFile>>> files_;
     std::deque<std::shared_ptr<const ObjectFile>> recent_;  // with open handles, oldest first
     ObjectFileCounters counters_;
-    std::atomic<uint64_t> reopened_{0};
+    ObjectFile::Reopened reopened_;
 };
 
 }  // namespace memtrack

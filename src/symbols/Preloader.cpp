@@ -11,7 +11,7 @@
 
 namespace memtrack {
 
-Preloader::Preloader(std::vector<Mapping> files) {
+Preloader::Preloader(std::vector<Mapping> files, std::shared_ptr<ObjectFiles> objects) : objects_(std::move(objects)) {
     for (const Mapping& m : files) pending_.push_back(file_key(m));
     thread_ = std::thread([this, files = std::move(files)]() mutable { run(std::move(files)); });
 }
@@ -65,7 +65,8 @@ void Preloader::run(std::vector<Mapping> files) {
             loading_ = key;
         }
         const uint64_t t0 = monotonic_ns();
-        Result<LoadedModule> loaded = load_module_file(0, m);
+        auto file = objects_->get(0, m.path, m.dev, m.inode);
+        Result<LoadedModule> loaded = file ? load_module(**file, m.path) : Result<LoadedModule>(file.error());
         if (loaded) {
             loaded->module->index_symbols();
             log::info("symbols: preloaded {} ({} symbols) in {:.1f} ms", m.path, loaded->module->symbols(),

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -15,6 +16,7 @@
 
 #include "core/Result.hpp"
 #include "symbols/ModuleLoader.hpp"
+#include "symbols/ObjectFiles.hpp"
 #include "symbols/ProcessMaps.hpp"
 
 namespace memtrack {
@@ -26,8 +28,9 @@ public:
         Result<LoadedModule> loaded;
     };
 
-    // Starts loading `files` (path, device, inode filled in), in order.
-    explicit Preloader(std::vector<Mapping> files);
+    // Starts loading `files` (path, device, inode filled in), in order, each read through
+    // `objects` (the run's one reading of it).
+    Preloader(std::vector<Mapping> files, std::shared_ptr<ObjectFiles> objects);
     ~Preloader() { stop(); }
     Preloader(const Preloader&) = delete;
     Preloader& operator=(const Preloader&) = delete;
@@ -52,6 +55,7 @@ private:
     bool cancel_ = false;               // under mu_
     std::atomic<pid_t> tid_{0};         // the loading thread, for its scheduling policy
     std::atomic<bool> waited_for_{false};
+    std::shared_ptr<ObjectFiles> objects_;  // thread-safe
     std::thread thread_;
 };
 

@@ -5,8 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <string_view>
 #include <unordered_map>
+
+#include <fmt/format.h>
 
 #include "core/Clock.hpp"
 #include "core/Log.hpp"
@@ -34,13 +38,15 @@ struct Resolver::Impl {
     uint64_t files_opened = 0;
     // Destroyed before the modules, which its thread may still be building.
     std::unique_ptr<Preloader> preloader;
-    std::shared_ptr<ObjectFiles> files;  // share_files(); null: every new file is opened here
+    // Every file is read through it: the run's (share_files()), or one of the Resolver's own.
+    std::shared_ptr<ObjectFiles> files = std::make_shared<ObjectFiles>();
 
     ~Impl() {
         if (preloader) preloader->stop();
     }
 
     Module* module_for(int pid, const Mapping& m);
+    Result<std::shared_ptr<const ObjectFile>> object_file(int pid, const Mapping& m);
     std::vector<Frame> resolve_jit(int pid, uint64_t ip, uint64_t call);
     Module* add(std::string key, Result<LoadedModule> loaded);
     Result<LoadedModule> load_vdso();
@@ -59,6 +65,25 @@ Result<LoadedModule> Resolver::Impl::load_vdso() {
     return load_vdso_image(vdso_image);
 }
 
+// The file `m` maps, as the run read it (ObjectFiles). A deleted file is read through
+// /proc/PID/map_files (the exact file; its path names another file now, or none); a mapping
+// without an identity (maps text written by hand, in tests) has the identity of its path here.
+Result<std::shared_ptr<const ObjectFile>> Resolver::Impl::object_file(int pid, const Mapping& m) {
+    constexpr std::string_view kDeleted = " (deleted)";
+    std::string path = m.path;
+    uint64_t dev = m.dev, ino = m.inode;
+    if (m.path.ends_with(kDeleted)) {
+        if (pid <= 0) return Error{"open", m.path, ENOENT, "deleted, and no process to read it from"};
+        path = fmt::format("/proc/{}/map_files/{:x}-{:x}", pid, m.start, m.end);
+    } else if (ino == 0) {
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0) return errno_error("stat", path);
+        dev = st.st_dev;
+        ino = st.st_ino;
+    }
+    return files->get(pid, path, dev, ino);
+}
+
 Module* Resolver::Impl::module_for(int pid, const Mapping& m) {
     std::string key = file_key(m);
     if (auto it = by_file.find(key); it != by_file.end()) return it->second;
@@ -66,21 +91,23 @@ Module* Resolver::Impl::module_for(int pid, const Mapping& m) {
         for (Preloader::Done& d : preloader->take(key)) add(std::move(d.file_key), std::move(d.loaded));
         if (auto it = by_file.find(key); it != by_file.end()) return it->second;
     }
-    // A file of a build already loaded, as the run's reading of it says (ObjectFiles: the
-    // probe and unwind stages read it when its process was held for it).
-    if (files && m.path != "[vdso]" && !m.path.ends_with(" (deleted)")) {
-        if (auto f = files->get(pid, m.path, m.dev, m.inode); f && !(*f)->build_id().empty()) {
-            if (auto it = modules.find(module_identity((*f)->build_id(), (*f)->path(), (*f)->stat()));
-                it != modules.end()) {
-                by_file.emplace(std::move(key), it->second.get());
-                return it->second.get();
-            }
-        }
-    }
-    // The vDSO is x86_64's one image per kernel, like the rest of memtrack assumes.
     const uint64_t t0 = monotonic_ns();
-    if (m.path != "[vdso]") ++files_opened;
-    Result<LoadedModule> loaded = m.path == "[vdso]" ? load_vdso() : load_module_file(pid, m);
+    std::shared_ptr<const ObjectFile> file;
+    if (m.path != "[vdso]") {
+        auto f = object_file(pid, m);
+        if (!f) return add(std::move(key), f.error());
+        // A file of a build loaded already (a copy, another path of it): its module.
+        if (auto it = modules.find(module_identity(**f)); it != modules.end()) {
+            by_file.emplace(std::move(key), it->second.get());
+            return it->second.get();
+        }
+        file = std::move(f).value();
+        ++files_opened;
+    }
+    // The vDSO is x86_64's one image per kernel, like the rest of memtrack assumes. A file is named
+    // by the path it is mapped at (without " (deleted)").
+    Result<LoadedModule> loaded =
+        file ? load_module(*file, m.path.substr(0, m.path.find(" (deleted)"))) : load_vdso();
     if (loaded) loaded->module->index_symbols();
     const uint64_t ns = monotonic_ns() - t0;
     load_ns += ns;
@@ -177,7 +204,7 @@ void Resolver::preload(const std::vector<std::string>& paths) {
         if (std::none_of(files.begin(), files.end(), [&](const Mapping& f) { return f.path == m.path; }))
             files.push_back(std::move(m));
     }
-    impl_->preloader = std::make_unique<Preloader>(std::move(files));
+    impl_->preloader = std::make_unique<Preloader>(std::move(files), impl_->files);
 }
 
 void Resolver::stop_preloading() {

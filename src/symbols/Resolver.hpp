@@ -49,8 +49,10 @@ public:
     // priority) and joins the thread. Idempotent; the destructor calls it.
     void stop_preloading();
     // The run's one reading of each object file (ObjectFiles, shared with the probe and unwind
-    // stages): a file whose build-id is that of a module loaded already (a copy, another path of
-    // it) is given that module without being opened by libdwfl again. Before the first resolve().
+    // stages), which every module is read through: libdwfl is given its descriptors, and a file
+    // whose build-id is that of a module loaded already (a copy, another path of it) is given
+    // that module. Before preload() and the first resolve(); without it the Resolver reads files
+    // through an ObjectFiles of its own.
     void share_files(std::shared_ptr<ObjectFiles> files);
 
     // Lookups answered from, and added to, the per-module address cache.
@@ -60,8 +62,8 @@ public:
     uint64_t jit_frames() const;
     // Module files opened with libdwfl so far (one per distinct build-id, or per file without one).
     uint64_t modules_loaded() const;
-    // Files opened with libdwfl on the caller's thread (a copy of a build loaded already is not,
-    // with share_files()).
+    // Files made modules with libdwfl on the caller's thread (a copy of a build loaded already
+    // is not).
     uint64_t files_opened() const;
     // Time spent loading and indexing modules on the caller's thread (not the preload thread's).
     uint64_t module_load_ns() const;

@@ -219,6 +219,15 @@ void check_common(const Tracked& t) {
     CHECK_MESSAGE(t.result.stats.duration_s > 0, "duration_s ", t.result.stats.duration_s);
     CHECK_MESSAGE(t.result.stats.duration_s <= wall_s + 0.5,
                   "duration_s ", t.result.stats.duration_s, " exceeds the run's wall time ", wall_s, " s");
+    // memtrack's phases (RunPhases) cover its start to the exit stats: within the wall time
+    // measured around its process, each begun.
+    const double startup = stats_double(t.result.stats, "startup_ms"), run = stats_double(t.result.stats, "run_ms"),
+                 teardown = stats_double(t.result.stats, "teardown_ms");
+    CHECK(startup > 0);
+    CHECK(run > 0);
+    CHECK(teardown > 0);
+    CHECK_MESSAGE(startup + run + teardown <= wall_s * 1e3, "startup_ms ", startup, " + run_ms ", run, " + teardown_ms ",
+                  teardown, " exceed the run's wall time ", wall_s, " s");
 }
 
 std::set<int> pids_of(const std::vector<Event>& events) {

@@ -78,7 +78,7 @@ Tracked track_and_dump(const TempDir& dir, const std::vector<std::string>& comma
 Tracked track_args_and_dump(const TempDir& dir, const std::vector<std::string>& args);
 
 // CHECKs common_problems() and the --stats values (records cover the events, bytes and
-// duration_s plausible) on a run.
+// duration_s plausible, startup_ms + run_ms + teardown_ms within the wall time) on a run.
 void check_common(const Tracked& t);
 
 // The pids and tids of `events`.

@@ -132,9 +132,9 @@ std::string memtrack_bin() {
 
 bool kernel_has_per_process_probes() {
     static const bool has = [] {
-        const RunResult r = run({memtrack_bin(), "doctor"});
-        REQUIRE_MESSAGE(r.status == 0, "memtrack doctor: ", r.describe());
-        return r.out.find("bpf_send_signal_task kfunc (Linux 6.13+): yes") != std::string::npos;
+        const RunResult r = run({memtrack_bin(), "doctor", "--json"});
+        REQUIRE_MESSAGE(r.status == 0, "memtrack doctor --json: ", r.describe());
+        return json::parse(r.out).at("features").at("send_signal_task").at("present").as_bool();
     }();
     return has;
 }
@@ -467,6 +467,15 @@ uint64_t stats_u64(const Stats& s, const char* key) {
     json::value v = json::parse(s.raw, ec);
     if (ec || !v.is_object()) throw std::runtime_error("--stats file is not a JSON object: " + s.raw);
     return json_u64(v.get_object(), key, "--stats");
+}
+
+double stats_double(const Stats& s, const char* key) {
+    json::error_code ec;
+    json::value v = json::parse(s.raw, ec);
+    if (ec || !v.is_object()) throw std::runtime_error("--stats file is not a JSON object: " + s.raw);
+    const json::value* n = v.get_object().if_contains(key);
+    if (!n || !n->is_number()) throw std::runtime_error(std::string("--stats: \"") + key + "\" is missing or not a number");
+    return n->to_number<double>();
 }
 
 // ---- memtrack dump ----

@@ -142,6 +142,8 @@ RunResult track_raw(const TempDir& dir, const std::vector<std::string>& args);
 Stats parse_stats(const std::string& json_text);
 // A non-negative integer field of the --stats JSON (s.raw); throws when missing or not one.
 uint64_t stats_u64(const Stats& s, const char* key);
+// A number of the --stats JSON (s.raw); throws when missing or not one.
+double stats_double(const Stats& s, const char* key);
 
 // ---- memtrack dump ----
 

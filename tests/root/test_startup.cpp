@@ -7,7 +7,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 
 #include "Events.hpp"
 #include "core/Fd.hpp"
@@ -138,4 +142,51 @@ TEST_CASE("startup: --version names the version; with -v (either order) the kern
         // The version line, then doctor's report word for word (features, minimum, the load).
         CHECK(r.out == plain.out + doctor.out);
     }
+}
+
+TEST_CASE("startup: doctor --json is the report doctor prints, as one object") {
+    ROOT_SUITE_GUARD();
+    const RunResult text = run({memtrack_bin(), "doctor"});
+    REQUIRE_MESSAGE(text.status == 0, "memtrack doctor: ", text.describe());
+    const RunResult r = run({memtrack_bin(), "doctor", "--json"});
+    REQUIRE_MESSAGE(r.status == 0, "memtrack doctor --json: ", r.describe());
+    CHECK(r.err.empty());
+    CHECK(r.out.find('\n') == r.out.size() - 1);  // one line
+    const boost::json::object report = boost::json::parse(r.out).as_object();
+    CHECK(report.size() == 4);
+    CHECK(boost::json::serialize(report.at("bpf_programs")) == R"({"loaded":true})");
+    const boost::json::object& features = report.at("features").as_object();
+    std::string ids;
+    for (const auto& kv : features) ids += std::string(kv.key()) + " ";
+    CHECK(ids == "btf ring_buffer task_storage attach_cookie loop uprobe_multi send_signal_task ");
+    for (const auto& kv : features) {
+        CAPTURE(kv.key());
+        const boost::json::object& k = kv.value().as_object();
+        CHECK(k.size() == 5);
+        // Each feature's line in the text says the same.
+        const std::string line = std::string(k.at("name").as_string()) + " (Linux " + std::string(k.at("since").as_string()) +
+                                 "+): " + (k.at("present").as_bool() ? "yes" : "no");
+        CHECK(text.out.find(line) != std::string::npos);
+    }
+    CHECK(text.out.starts_with("kernel " + std::string(report.at("kernel").as_string()) + "\n"));
+    CHECK(text.out.ends_with("minimum kernel: " + std::string(report.at("minimum_kernel").as_string()) +
+                             "\nBPF programs: loaded\n"));
+    CHECK(std::count(text.out.begin(), text.out.end(), '\n') == long(features.size()) + 3);
+}
+
+TEST_CASE("startup: the stats split memtrack's time into start-up, the command's run and teardown, within its wall time") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    const TrackResult t = track(dir, {"/bin/sleep", "0.3"});
+    REQUIRE_MESSAGE(t.run.status == 0, "memtrack ", t.run.describe());
+    const boost::json::object s = boost::json::parse(t.stats.raw).as_object();
+    const double startup = s.at("startup_ms").as_double(), run = s.at("run_ms").as_double(),
+                 teardown = s.at("teardown_ms").as_double();
+    // Measured by this test around memtrack's process: from before its spawn to its reaping.
+    const double wall = double(t.t_end - t.t_begin) / 1e6;
+    MESSAGE("startup_ms ", startup, ", run_ms ", run, ", teardown_ms ", teardown, ", wall ", wall, " ms");
+    CHECK(startup > 0);
+    CHECK(run >= 300.0);  // the command's exec and its 0.3 s of sleep
+    CHECK(teardown > 0);
+    CHECK(startup + run + teardown <= wall);
 }

@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <string>
 
+#include <boost/json/serialize.hpp>
+
+#include "cli/DoctorCommand.hpp"
 #include "probes/KernelFeatures.hpp"
 #include "probes/VerifierLog.hpp"
 
@@ -32,6 +35,36 @@ TEST_CASE("kernel features: the first required feature missing stops memtrack; a
         if (k->required) newest = std::max(newest, release(k->since));
     }
     CHECK(newest == release(KernelFeatures::kMinimumKernel));
+}
+
+TEST_CASE("kernel features: doctor's JSON has every feature by id, and its text says the same") {
+    KernelFeatures f;
+    f.release = "6.1.0-57-amd64";
+    f.btf.present = f.ring_buffer.present = f.task_storage.present = f.attach_cookie.present = true;
+    f.uprobe_multi.present = true;  // bpf_loop and bpf_send_signal_task missing
+    const boost::json::object report = doctor_report(f);
+    CHECK(boost::json::serialize(report) ==
+          R"({"kernel":"6.1.0-57-amd64","features":{)"
+          R"("btf":{"name":"vmlinux BTF","since":"5.4","required":true,"present":true,"without":""},)"
+          R"("ring_buffer":{"name":"BPF ring buffer with dynptrs","since":"5.19","required":true,"present":true,"without":""},)"
+          R"("task_storage":{"name":"task storage in tracing programs","since":"5.11","required":true,"present":true,"without":""},)"
+          R"("attach_cookie":{"name":"bpf_get_attach_cookie","since":"5.15","required":true,"present":true,"without":""},)"
+          R"("loop":{"name":"bpf_loop","since":"5.17","required":true,"present":false,"without":""},)"
+          R"("uprobe_multi":{"name":"uprobe_multi links","since":"6.6","required":false,"present":true,"without":")"
+          + std::string(f.uprobe_multi.without) + R"("},)"
+          R"("send_signal_task":{"name":"bpf_send_signal_task kfunc","since":"6.13","required":false,"present":false,"without":")"
+          + std::string(f.send_signal_task.without) + R"("}},"minimum_kernel":"5.19"})");
+    CHECK(report.at("features").as_object().size() == f.all().size());
+    CHECK(doctor_text(report) ==
+          "kernel 6.1.0-57-amd64\n"
+          "vmlinux BTF (Linux 5.4+): yes\n"
+          "BPF ring buffer with dynptrs (Linux 5.19+): yes\n"
+          "task storage in tracing programs (Linux 5.11+): yes\n"
+          "bpf_get_attach_cookie (Linux 5.15+): yes\n"
+          "bpf_loop (Linux 5.17+): no: memtrack cannot run without it\n"
+          "uprobe_multi links (Linux 6.6+): yes\n"
+          "bpf_send_signal_task kfunc (Linux 6.13+): no: " + std::string(f.send_signal_task.without) + "\n"
+          "minimum kernel: 5.19\n");
 }
 
 TEST_CASE("verifier log: the refused program and the verifier's last lines, one line") {

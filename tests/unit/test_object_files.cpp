@@ -4,13 +4,18 @@
 // stage that reads a file by its path again fails these tests.
 #include <doctest/doctest.h>
 
+#include <linux/kcmp.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "probes/AllocatorProbes.hpp"
 #include "probes/ElfSymbols.hpp"
@@ -50,6 +55,40 @@ void every_stage(ObjectFiles& files, ProbeSiteCache& sites, const std::string& p
     REQUIRE_MESSAGE(symbols, symbols.error().message());
     (void)sites.get(object);
     REQUIRE(files.get(::getpid(), path, object.dev, object.ino));
+}
+
+// How many times this process opened the file `st` names and still holds it: its descriptors
+// counted once per open file description (kcmp(2) KCMP_FILE), so a dup of a descriptor, which
+// libdwfl is given, counts with it, and an open(2) of the file by anyone in this process (a
+// stage, libdwfl's own search for the file or its debug file) counts again.
+size_t open_descriptions(const struct stat& st) {
+    std::vector<int> fds;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+        const int fd = std::stoi(entry.path().filename().string());
+        struct stat fst {};
+        if (::fstat(fd, &fst) == 0 && fst.st_dev == st.st_dev && fst.st_ino == st.st_ino) fds.push_back(fd);
+    }
+    std::vector<int> distinct;
+    for (const int fd : fds) {
+        bool seen = false;
+        for (const int d : distinct) {
+            const long same = ::syscall(SYS_kcmp, ::getpid(), ::getpid(), KCMP_FILE, fd, d);
+            REQUIRE_MESSAGE(same >= 0, "kcmp: ", std::strerror(errno));
+            if (same == 0) seen = true;
+        }
+        if (!seen) distinct.push_back(fd);
+    }
+    return distinct.size();
+}
+
+// A fake mapping line of `path`'s code at `start`, from the page of `file_offset`, and the return
+// address just past that offset (a frame in the function there).
+std::pair<std::string, uint64_t> code_mapping(const std::string& path, uint64_t start, uint64_t file_offset) {
+    const struct stat st = stat_of(path);
+    const uint64_t page = file_offset & ~uint64_t(0xfff);
+    return {fmt::format("{:x}-{:x} r-xp {:08x} {:02x}:{:02x} {} {}\n", start, start + 0x10000, page, major(st.st_dev),
+                        minor(st.st_dev), uint64_t(st.st_ino), path),
+            start + (file_offset - page) + 1};
 }
 
 }  // namespace
@@ -124,11 +163,17 @@ TEST_CASE("object files: an unreadable file is tried once; a closed handle is re
     }
     std::filesystem::remove_all(dir);
     CHECK(files.counters().reopened == 0);
+    // The symbolizer's late reading is counted apart from the hold stages'.
+    CHECK((*first)->handles_for_symbols());
+    CHECK(files.counters().reopened_for_symbols == 1);
+    CHECK(files.counters().reopened == 0);
+    (*first)->close();
     CHECK((*first)->handles());
     CHECK(files.counters().reopened == 1);
+    CHECK(files.counters().reopened_for_symbols == 1);
 }
 
-TEST_CASE("object files: the symbolizer opens one copy of a build, and names each copy's frames") {
+TEST_CASE("object files: the symbolizer reads each file through the run's one opening, and opens one copy of a build") {
     const std::string lib = fixture_lib();
     auto fn = ElfSymbols::load(lib, {"cfi_rbp_frame"});
     REQUIRE_MESSAGE(fn, fn.error().message());
@@ -137,32 +182,82 @@ TEST_CASE("object files: the symbolizer opens one copy of a build, and names eac
     const std::string dir = std::filesystem::temp_directory_path() / ("memtrack-objsym-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
     std::string text;
+    std::vector<std::string> copies;
     std::vector<uint64_t> ips;
     for (int i = 0; i < 2; ++i) {
-        const std::string copy = dir + "/libcopy" + std::to_string(i) + ".so";
-        std::filesystem::copy_file(lib, copy, std::filesystem::copy_options::overwrite_existing);
-        const struct stat st = stat_of(copy);
-        // Its code mapped from the page of the function's file offset, 1 MiB apart.
-        const uint64_t start = 0x7f0000000000 + uint64_t(i) * 0x100000, offset = sym->file_offset & ~uint64_t(0xfff);
-        text += fmt::format("{:x}-{:x} r-xp {:08x} {:02x}:{:02x} {} {}\n", start, start + 0x10000, offset,
-                            major(st.st_dev), minor(st.st_dev), uint64_t(st.st_ino), copy);
-        ips.push_back(start + (sym->file_offset - offset) + 1);  // a return address just past its entry
+        copies.push_back(dir + "/libcopy" + std::to_string(i) + ".so");
+        std::filesystem::copy_file(lib, copies.back(), std::filesystem::copy_options::overwrite_existing);
+        // Its code mapped 1 MiB apart.
+        auto [line, ip] = code_mapping(copies.back(), 0x7f0000000000 + uint64_t(i) * 0x100000, sym->file_offset);
+        text += line;
+        ips.push_back(ip);
     }
     const ProcessMaps maps = ProcessMaps::parse(text);
-    for (bool shared : {false, true}) {
-        CAPTURE(shared);
-        auto files = std::make_shared<ObjectFiles>();
+    auto files = std::make_shared<ObjectFiles>();
+    {
         Resolver resolver;
-        if (shared) resolver.share_files(files);
+        resolver.share_files(files);
         for (size_t i = 0; i < ips.size(); ++i) {
             const std::vector<Frame> frames = resolver.resolve(maps, ips[i]);
             REQUIRE(!frames.empty());
             CHECK(frames.back().function == "cfi_rbp_frame");
-            CHECK(frames.back().module == dir + "/libcopy" + std::to_string(i) + ".so");
+            CHECK(frames.back().module == copies[i]);
         }
-        // One module either way; without the run's reading, the second copy is opened to learn it.
+        // One module: the second copy, read by ObjectFiles, is known by its build-id.
         CHECK(resolver.modules_loaded() == 1);
-        CHECK(resolver.files_opened() == (shared ? 1 : 2));
+        CHECK(files->counters().parsed == 2);
+        // Each copy opened once in this process, libdwfl's module included (issue 33.8: libdwfl
+        // opened the first copy of a build once more by its path).
+        for (const std::string& copy : copies) {
+            CAPTURE(copy);
+            CHECK(open_descriptions(stat_of(copy)) == 1);
+        }
     }
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("object files: libdwfl reads a stripped library's separate debug file through the run's opening of it") {
+    const std::string libc = loaded_library_path("libc.so");
+    REQUIRE(!libc.empty());
+    std::string debug;
+    uint64_t malloc_offset = 0;
+    {  // read on its own, its handles closed at the end of the block
+        auto fn = ElfSymbols::load(libc, {"malloc"});
+        REQUIRE_MESSAGE(fn, fn.error().message());
+        auto sym = fn->find("malloc");
+        REQUIRE(sym);
+        malloc_offset = sym->file_offset;
+        auto alone = ObjectFile::open(libc);
+        REQUIRE_MESSAGE(alone, alone.error().message());
+        debug = debug_file_path((*alone)->build_id());
+    }
+    if (::access(debug.c_str(), R_OK) != 0) {
+        MESSAGE("no separate debug file for " << libc << " (" << debug << "): nothing to read it from");
+        return;
+    }
+    // A copy: a file nobody else in this process has open, with the build-id of the debug file.
+    const std::string dir = std::filesystem::temp_directory_path() / ("memtrack-objdbg-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const std::string copy = dir + "/libc.so.6";
+    std::filesystem::copy_file(libc, copy, std::filesystem::copy_options::overwrite_existing);
+    auto [line, ip] = code_mapping(copy, 0x7f0000000000, malloc_offset);
+    const ProcessMaps maps = ProcessMaps::parse(line);
+    REQUIRE(open_descriptions(stat_of(debug)) == 0);
+    auto files = std::make_shared<ObjectFiles>();
+    {
+        Resolver resolver;
+        resolver.share_files(files);
+        const std::vector<Frame> frames = resolver.resolve(maps, ip);
+        REQUIRE(!frames.empty());
+        // The name and source line come from the debug file's symbols and DWARF.
+        CHECK(frames.back().function == "__GI___libc_malloc");  // as Debian 12's glibc debug file names it
+        CHECK(frames.back().file.ends_with("malloc.c"));
+        CHECK(frames.back().line > 0);
+        CHECK(open_descriptions(stat_of(copy)) == 1);
+        CHECK(open_descriptions(stat_of(debug)) == 1);
+    }
+    files.reset();  // every opening closed with its last holder
+    CHECK(open_descriptions(stat_of(copy)) == 0);
+    CHECK(open_descriptions(stat_of(debug)) == 0);
     std::filesystem::remove_all(dir);
 }

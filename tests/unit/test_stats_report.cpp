@@ -57,6 +57,7 @@ void check_same(const boost::json::object& got, const boost::json::object& want,
 RunCounters distinct_counters() {
     RunCounters c;
     c.duration_ns = 3'000'000'000;
+    c.phases = {14'000'000, 15'000'000, 16'000'000};
     c.ring_bytes = 4096;
     c.events.records = 101;
     c.events.bytes = 102;
@@ -95,7 +96,7 @@ RunCounters distinct_counters() {
     c.links.processes_without_allocator = 405;
     c.links.code_objects_examined = 407;
     c.links.code_full_scans = 408;
-    c.objects = {409, 410, 411, 412};
+    c.objects = {409, 410, 411, 412, 414};
     c.links.exit_wakeups_early = 413;
     c.holds.taken = {501, 502, 503, 504};
     c.holds.released = {511, 512, 513, 514};
@@ -129,6 +130,7 @@ TEST_CASE("stats: each key reports its owner's counter") {
     const boost::json::object want = boost::json::parse(R"({
         "pressure_resumes_by_pid": {"42": 2},
         "records": 101, "bytes": 102, "dropped": 601, "duration_s": 3.0,
+        "startup_ms": 14.0, "run_ms": 15.0, "teardown_ms": 16.0,
         "written": 201, "unwritten": 202, "artifact_events": 203,
         "nested_calls": 602, "stale_frames": 604, "self_traps": 603,
         "chunks": 103, "chunk_ms": {"p50": 3.0, "p99": 3.0, "max": 3.0, "count": 1},
@@ -165,6 +167,7 @@ TEST_CASE("stats: each key reports its owner's counter") {
         "object_files_lookups": 410,
         "object_files_failed": 411,
         "object_files_reopened": 412,
+        "object_files_reopened_for_symbols": 414,
         "exit_wakeups_early": 413,
         "allocator_objects": {"glibc": 404, "jemalloc": 0, "mimalloc": 0, "tcmalloc": 0, "other_malloc": 0,
                               "cxx_operators": 0, "loader": 406},
@@ -214,7 +217,36 @@ TEST_CASE("stats: every key of the object is in docs/STATS.md, and every key the
     const std::set<std::string> reported = keys(stats_json(RunCounters{}));
     for (const std::string& k : reported) CHECK_MESSAGE(documented.count(k), "not in docs/STATS.md: " << k);
     for (const std::string& k : documented) CHECK_MESSAGE(reported.count(k), "not in the stats object: " << k);
-    CHECK(reported.size() == 120);
+    CHECK(reported.size() == 124);
+}
+
+TEST_CASE("stats: the run's phases split the time from memtrack's start to the exit stats") {
+    RunPhases p(1'000);
+    // Under way: start-up so far; the later phases not begun.
+    PhaseDurations d = p.durations(1'500);
+    CHECK(d.startup_ns == 500);
+    CHECK(d.run_ns == 0);
+    CHECK(d.teardown_ns == 0);
+    p.mark_released(2'000);
+    d = p.durations(2'600);
+    CHECK(d.startup_ns == 1'000);
+    CHECK(d.run_ns == 600);
+    CHECK(d.teardown_ns == 0);
+    p.mark_shutdown(5'000);
+    p.mark_shutdown(6'000);  // a second shutdown route: the first mark stays
+    p.mark_finished(5'700);
+    p.mark_released(9'000);
+    d = p.durations(99'000);  // ended: later reads change nothing
+    CHECK(d.startup_ns == 1'000);
+    CHECK(d.run_ns == 3'000);
+    CHECK(d.teardown_ns == 700);
+    CHECK(d.startup_ns + d.run_ns + d.teardown_ns == 5'700 - 1'000);
+    RunCounters c;
+    c.phases = d;
+    const boost::json::object o = stats_json(c);
+    CHECK(o.at("startup_ms").as_double() == 0.001);
+    CHECK(o.at("run_ms").as_double() == 0.003);
+    CHECK(o.at("teardown_ms").as_double() == 0.0007);
 }
 
 TEST_CASE("stats: a counter copied while its owner counts holds a value it had") {
