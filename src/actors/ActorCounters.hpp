@@ -46,6 +46,9 @@ struct SymbolizerCounters {
     // was fresh (the process gone, or not held and already past it).
     Counter python_frames_unnamed;
     Counter python_trampolines_folded;  // perf trampoline frames folded into their Python frame
+    // New stacks with Python frames, and those of them BPF did not hold for their code objects
+    // (all read before and unchanged: MT_STACK_PY_KNOWN).
+    Counter python_stacks, python_stacks_known;
     // Answers to stacks whose process mapped new code: all of /proc/PID/maps read, or only
     // the objects the loader added (AddedCode); and stragglers found among those added.
     Counter maps_full_reads;

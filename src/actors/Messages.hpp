@@ -22,7 +22,7 @@ namespace memtrack {
 struct StackSample {
     uint64_t hash = 0;
     int32_t pid = 0;
-    uint16_t flags = 0;  // MT_STACK_NEW_MAPS, MT_STACK_HELD, MT_STACK_LOADER_CODE
+    uint16_t flags = 0;  // MT_STACK_NEW_MAPS, MT_STACK_HELD, MT_STACK_LOADER_CODE, MT_STACK_PY_KNOWN
     std::vector<uint64_t> ips;
     // The frames of its Python slots (bpf/python.h), in order, named by Symbolizer::read_new_maps
     // while the process was held at this stack: a code object lives in the process's memory

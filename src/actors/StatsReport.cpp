@@ -179,6 +179,8 @@ boost::json::object stats_json(const RunCounters& c) {
         {"symbolizer_jit_frames", sym.jit_frames.get()},
         {"python_frames_unnamed", sym.python_frames_unnamed.get()},
         {"python_trampolines_folded", sym.python_trampolines_folded.get()},
+        {"python_stacks", sym.python_stacks.get()},
+        {"python_stacks_known", sym.python_stacks_known.get()},
         {"symbolizer_maps_full_reads", sym.maps_full_reads.get()},
         {"symbolizer_maps_added_reads", sym.maps_added_reads.get()},
         {"stacks_cut_outside_code", sym.stacks_cut_outside_code.get()},

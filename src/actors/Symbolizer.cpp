@@ -45,10 +45,14 @@ void Symbolizer::read_new_maps(RecordBatch& b) {
             }
             log::info("symbols: mappings of {} read in {:.2f} ms", s.pid, double(monotonic_ns() - t0) / 1e6);
         }
-        // Its Python frames, named from the code objects as they are now, while they exist.
+        // Its Python frames, named from the code objects as they are now, while they exist (held
+        // for them), or as they were read before (PY_KNOWN: BPF found them unchanged).
         s.python.clear();
+        const bool known = s.flags & MT_STACK_PY_KNOWN;
         for (uint64_t ip : s.ips)
-            if (ip & MT_PY_FRAME) s.python.push_back(python_.resolve(s.pid, ip));
+            if (ip & MT_PY_FRAME) s.python.push_back(python_.resolve(s.pid, ip, known));
+        if (!s.python.empty()) counters_.python_stacks.add();
+        if (!s.python.empty() && known) counters_.python_stacks_known.add();
     }
     // BPF paused the process at these stacks so that these reads could not miss them. Released
     // after the whole batch is read: a stack another thread took while the process was held

@@ -487,6 +487,55 @@ static __always_inline void seen_unclaim(__u32 index, __u64 h)
 }
 
 /*
+ * The code objects user space has read (python.h, mt_python_code): an LRU, as one evicted costs
+ * only a pause at the next new stack that names it.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct mt_python_code_key);
+	__type(value, struct mt_python_code);
+} python_codes SEC(".maps");
+
+/*
+ * Whether every Python frame (python.h) of s->ips[from..nr) names a code object user space has
+ * read for tgid that still holds the fields it read: the same object, not one made since at a
+ * freed one's address (which another pause must read). Only a new stack asks (once per stack),
+ * so the reads here cost nothing per event. A global function: its loop is checked once.
+ */
+__noinline int python_codes_known(struct stack_scratch_value *v, __u32 from, __u32 nr, __u32 tgid)
+{
+	if (!v)
+		return false;
+	/*
+	 * Not with a perf trampoline (3.12+): under -X perf it maps its code without an event
+	 * memtrack sees (mmap, then mprotect), and the pause per new stack is what keeps a short
+	 * process (a forked child) alive until the Symbolizer reads its mappings again.
+	 */
+	struct mt_python_proc *p = bpf_map_lookup_elem(&python_procs, &tgid);
+	if (!p || p->tramp_call)
+		return false;
+	struct mt_python_code_key key = {.tgid = tgid};
+	for (__u32 i = from; i < nr && i < MT_MAX_FRAMES; i++) {
+		const __u64 slot = v->rec.ips[i & MT_MAX_FRAMES];
+		if (!(slot & MT_PY_FRAME))
+			continue;
+		key.addr = slot & MT_PY_ADDR_MASK;
+		const struct mt_python_code *read = bpf_map_lookup_elem(&python_codes, &key);
+		if (!read)
+			return false;
+		__s32 first_line = 0;
+		if (py_read(key.addr + 8) != read->type || py_read(key.addr + p->code_filename) != read->filename ||
+		    py_read(key.addr + p->code_name) != read->name ||
+		    py_read(key.addr + p->code_linetable) != read->linetable ||
+		    bpf_probe_read_user(&first_line, sizeof(first_line), (void *)(key.addr + p->code_firstlineno)) != 0 ||
+		    first_line != read->first_line)
+			return false;
+	}
+	return true;
+}
+
+/*
  * The user stack at an allocator's return (frame 0 is the return address into its caller),
  * hashed; the full stack goes to the stacks ring only the first time its hash is seen.
  * Returns the hash, 0 when no stack could be captured. A global function, checked by the
@@ -524,7 +573,8 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 	 * another stack (its own hash), which the kept chain, keyed by native frames, cannot know.
 	 */
 	__u32 with_python = python_walk(v, nr, tgid);
-	const bool python = with_python != nr;
+	const __u32 native_nr = nr;
+	bool python = with_python != nr;
 	if (python) {
 		nr = with_python;
 		s->hash = 0;
@@ -574,8 +624,19 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 	if (new_maps)
 		s->flags = MT_STACK_NEW_MAPS | (loader_code ? MT_STACK_LOADER_CODE : 0);
 	/*
+	 * Checked after the reservation. A frame's code object lives while the frame runs, and a
+	 * process held for a stack runs no Python until that stack is read; so a stack naming
+	 * another object at one of these addresses was either read before this check (its fields
+	 * are the ones checked) or is reserved after this record: user space reads this record
+	 * with the names that were checked.
+	 */
+	if (python && python_codes_known(v, native_nr, nr, tgid)) {
+		s->flags |= MT_STACK_PY_KNOWN;
+		python = false;
+	}
+	/*
 	 * Paused until the Symbolizer has read its mappings, or the code objects its Python frames
-	 * name (which live in its memory only), so a quick exit cannot beat it.
+	 * name that it has not read (they live in its memory only), so a quick exit cannot beat it.
 	 */
 	if ((new_maps || python) && hold_current(tgid, MT_HOLD_SNAPSHOT, false))
 		s->flags |= MT_STACK_HELD;

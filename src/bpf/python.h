@@ -59,6 +59,9 @@ struct mt_python_proc {
 	__u16 frame_instr;    /* prev_instr (3.11, 3.12), instr_ptr (3.13), f_lasti (3.10) */
 	__u16 frame_owner;    /* is_entry (3.11), owner (3.12+) */
 	__u16 code_adaptive;  /* PyCodeObject.co_code_adaptive: the bytecode (3.11+) */
+	/* PyCodeObject fields that tell one code object from another at the same address
+	 * (mt_python_code); copied from PythonLayout's co_* (PythonLayout::proc_value). */
+	__u16 code_filename, code_name /* co_qualname (3.11+), co_name (3.10) */, code_linetable, code_firstlineno;
 	/*
 	 * The perf trampoline (3.12+ under -X perf, or sys.activate_stack_trampoline): copies of
 	 * _Py_trampoline_func_start in anonymous executable memory, one per code object, each
@@ -72,6 +75,23 @@ struct mt_python_proc {
 	__s8 tramp_rbp8;
 	__u8 pad[3];
 	__u64 tramp_code[2]; /* its first tramp_call bytes, the rest 0 */
+};
+
+/*
+ * The `python_codes` map (memtrack.bpf.c): the code objects user space has read, each keyed by
+ * process and address, with the fields it checked them by (symbols/PythonCode: same_object).
+ * A new stack whose Python frames all name code objects still holding these fields needs no
+ * pause (MT_STACK_PY_KNOWN): user space names them from what it read then.
+ */
+struct mt_python_code_key {
+	__u32 tgid;
+	__u32 zero;
+	__u64 addr;
+};
+struct mt_python_code {
+	__u64 type, filename, name, linetable;
+	__s32 first_line;
+	__u32 zero;
 };
 
 #endif

@@ -198,6 +198,11 @@ enum mt_arg_reg {
 				  its mappings read (NEW_MAPS), its Python frames' code objects read */
 /* With NEW_MAPS: all the process mapped since its last snapshot, the loader mapped in dlopen. */
 #define MT_STACK_LOADER_CODE 0x4u
+/*
+ * Python frames whose code objects user space has all read before (python.h, python_codes) and
+ * that still hold the fields it read: not held for them; named from what was read then.
+ */
+#define MT_STACK_PY_KNOWN 0x8u
 
 struct mt_stack_record {
 	__u64 hash;

@@ -72,6 +72,7 @@ public:
                             consumer_options(RingConsumer::Records::Stacks), std::move(*stacks_file), &holds_,
                             &added_code_, std::move(resolver), std::chrono::microseconds(opt.symbolize_delay_us));
             stacks_->consumer().set_before_queue([this](RecordBatch& b) { stacks_->sink().read_new_maps(b); });
+            stacks_->sink().python_code().share_reads(bpf.python_codes_fd());
             watch_pressure(*stacks_);
             lanes.push_back(&*stacks_);
         }

@@ -192,6 +192,7 @@ int BpfSession::stacks_ring_fd() const { return bpf_map__fd(skel_->maps.stacks);
 int BpfSession::unwind_rows_fd() const { return bpf_map__fd(skel_->maps.unwind_rows); }
 int BpfSession::unwind_procs_fd() const { return bpf_map__fd(skel_->maps.unwind_procs); }
 int BpfSession::python_procs_fd() const { return bpf_map__fd(skel_->maps.python_procs); }
+int BpfSession::python_codes_fd() const { return bpf_map__fd(skel_->maps.python_codes); }
 uint32_t BpfSession::unwind_rows_capacity() const {
     return skel_->rodata->unwind_cfi ? bpf_map__max_entries(skel_->maps.unwind_rows) : 0;
 }

@@ -110,6 +110,7 @@ public:
     int unwind_rows_fd() const;
     int unwind_procs_fd() const;
     int python_procs_fd() const;  // python_walk.h's python_procs
+    int python_codes_fd() const;  // memtrack.bpf.c's python_codes
     uint32_t unwind_rows_capacity() const;
     int holds_map_fd() const;
     int held_map_fd() const;

@@ -80,7 +80,7 @@ Result<bool> PythonProcs::describe_from(pid_t pid, const std::vector<Mapping>& m
                 published = python_layout_from_debug_offsets(*layout, bytes, sizeof(bytes));
         }
         if (published && code_) code_->publish(m.dev, m.inode, *published);
-        mt_python_proc p = published ? published->walk : layout->walk;
+        mt_python_proc p = published ? published->proc_value() : layout->proc_value();
         p.runtime = runtime;
         p.tramp_call = rf.trampoline.tramp_call;
         p.tramp_cfa = rf.trampoline.tramp_cfa;

@@ -1,5 +1,6 @@
 #include "symbols/PythonCode.hpp"
 
+#include <bpf/bpf.h>
 #include <sys/uio.h>
 
 #include <cstring>
@@ -166,16 +167,32 @@ Frame PythonCode::unnamed(uint64_t slot) {
     return f;
 }
 
-Frame PythonCode::resolve(int pid, uint64_t slot) {
+void PythonCode::share(int pid, uint64_t addr, const Code& code) const {
+    if (codes_fd_ < 0) return;
+    const mt_python_code_key key{uint32_t(pid), 0, addr};
+    const mt_python_code value{code.type, code.filename, code.name, code.linetable, code.first_line, 0};
+    // A full map evicts its oldest: that object's next new stack is held again.
+    ::bpf_map_update_elem(codes_fd_, &key, &value, BPF_ANY);
+}
+
+Frame PythonCode::resolve(int pid, uint64_t slot, bool known) {
     Frame f = unnamed(slot);
     std::lock_guard lock(mu_);
-    auto known = layouts_.find(pid);
-    const PythonLayout* l = known == layouts_.end() ? nullptr : known->second;
+    auto noted = layouts_.find(pid);
+    const PythonLayout* l = noted == layouts_.end() ? nullptr : noted->second;
     if (!l) return f;
     const uint64_t addr = slot & MT_PY_ADDR_MASK;
     const uint64_t index = (slot >> MT_PY_INDEX_SHIFT) & MT_PY_INDEX_MASK;
     const auto key = std::make_pair(pid, addr);
     auto it = cache_.find(key);
+    auto name = [&](const Code& code) {
+        f.function = code.function;
+        f.file = code.file;
+        if (index != MT_PY_INDEX_MASK) f.line = python_line(l->minor, code.table, code.first_line, index);
+        return f;
+    };
+    // Else read as any other (the cache started over since): right unless the object is gone.
+    if (known && it != cache_.end()) return name(it->second);
 
     Code now;
     unsigned char head[160];
@@ -184,7 +201,7 @@ Frame PythonCode::resolve(int pid, uint64_t slot) {
         auto at = [&](uint16_t off) { uint64_t v; std::memcpy(&v, head + off, 8); return v; };
         now.type = at(8);
         now.filename = at(l->co_filename);
-        now.name = at(l->co_qualname ? l->co_qualname : l->co_name);
+        now.name = at(l->co_shown_name());
         now.linetable = at(l->co_linetable);
         std::memcpy(&now.first_line, head + l->co_firstlineno, 4);
     }
@@ -204,10 +221,8 @@ Frame PythonCode::resolve(int pid, uint64_t slot) {
         }
     }
     if (!code) return f;
-    f.function = code->function;
-    f.file = code->file;
-    if (index != MT_PY_INDEX_MASK) f.line = python_line(l->minor, code->table, code->first_line, index);
-    return f;
+    if (readable) share(pid, addr, *code);
+    return name(*code);
 }
 
 }  // namespace memtrack

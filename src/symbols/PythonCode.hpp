@@ -9,6 +9,10 @@
 // Cached by (pid, code object address): each lookup reads the object's header again (one read)
 // and uses the cache only when its type and the name, file and line-table pointers are the ones
 // cached; a new object is accepted only when its type is named "code".
+//
+// What it read is also entered in BPF's python_codes map (bpf/python.h), with those fields: a
+// new stack whose code objects all still hold them is not held (MT_STACK_PY_KNOWN), and its
+// frames are named from the cache, without reading the objects again (they may be gone by then).
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -32,8 +36,11 @@ public:
     // The frame of Python slot `slot` of a stack of maps.pid(). Never empty-handed: a frame that
     // cannot be read keeps its module and ip, with function "?".
     // The process's CPython version comes from the mappings last noted for it (note_maps).
-    // Thread-safe.
-    Frame resolve(int pid, uint64_t slot);
+    // `known` (the stack's MT_STACK_PY_KNOWN): BPF found the object as cached when it took the
+    // stack; the cache names it, unread. Thread-safe.
+    Frame resolve(int pid, uint64_t slot, bool known = false);
+    // The python_codes map (bpf/python.h) every code object read is entered in; -1: none.
+    void share_reads(int codes_fd) { codes_fd_ = codes_fd; }
     // The frame of a slot that was not (or could not be) read, and whether a frame is named.
     static Frame unnamed(uint64_t slot);
     static bool named(const Frame& f) { return f.function != kPythonUnnamed; }
@@ -56,7 +63,10 @@ private:
                    first_line == o.first_line;
         }
     };
+    // Enters what was read of pid's code object at addr in codes_fd_.
+    void share(int pid, uint64_t addr, const Code& code) const;
     std::mutex mu_;
+    int codes_fd_ = -1;
     std::map<std::pair<int, uint64_t>, Code> cache_;
     // The layout of the CPython runtime `maps` map: the file's published one, else the table's.
     const PythonLayout* layout_of(const ProcessMaps& maps) const;

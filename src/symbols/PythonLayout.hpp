@@ -20,6 +20,20 @@ struct PythonLayout {
     // PyASCIIObject's size (where an ASCII string's characters start), PyCompactUnicodeObject's
     // (a compact non-ASCII one's), and its utf8 pointer (utf8_length is the word before).
     uint16_t ascii_size = 0, compact_size = 0, compact_utf8 = 0;
+
+    // The name a frame shows: the qualified one where code objects have it (3.11+).
+    uint16_t co_shown_name() const { return co_qualname ? co_qualname : co_name; }
+
+    // What the BPF walk is given (python_procs): `walk` with the code object's fields that tell
+    // one object from another (mt_python_proc.code_*) taken from co_*.
+    mt_python_proc proc_value() const {
+        mt_python_proc p = walk;
+        p.code_filename = co_filename;
+        p.code_name = co_shown_name();
+        p.code_linetable = co_linetable;
+        p.code_firstlineno = co_firstlineno;
+        return p;
+    }
 };
 
 // The layout of CPython 3.`minor`; nullptr for a version memtrack does not walk.

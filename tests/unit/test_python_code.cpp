@@ -237,3 +237,45 @@ TEST_CASE("python: a code object's fields are read where the runtime file's publ
         CHECK(other.resolve(self, slot).function == "Table.name");
     }
 }
+
+TEST_CASE("python: a stack BPF found all read before (PY_KNOWN) is named from the cache, any other reads again") {
+    // One code object of this process (3.11's layout), named, then changed in place as if freed
+    // and another made at its address: a stack held for it reads the new name; a stack BPF took
+    // while the old fields were still there (MT_STACK_PY_KNOWN) keeps the name read before.
+    const PythonLayout* l = python_layout(11);
+    REQUIRE(l);
+    const auto first = fake_str("First.name", l->ascii_size), second = fake_str("Second.name", l->ascii_size),
+               file = fake_str("f.py", l->ascii_size);
+    std::vector<uint64_t> linetable(8, 0);
+    const char type_name[] = "code";
+    std::vector<uint64_t> type(8, 0);
+    type[3] = uint64_t(type_name);
+    std::vector<uint64_t> code(160 / 8 + 1, 0);
+    auto put = [&](uint16_t off, uint64_t v) { std::memcpy(reinterpret_cast<char*>(code.data()) + off, &v, 8); };
+    put(8, uint64_t(type.data()));
+    put(l->co_filename, uint64_t(file.data()));
+    put(l->co_qualname, uint64_t(first.data()));
+    put(l->co_linetable, uint64_t(linetable.data()));
+    Mapping runtime;
+    runtime.start = 0x1000;
+    runtime.end = 0x2000;
+    runtime.path = "/usr/bin/python3.11";
+    runtime.executable = true;
+    const int self = int(::getpid());
+    const uint64_t slot = mt_py_slot(uint64_t(code.data()), MT_PY_INDEX_MASK, 1);
+    PythonCode names;
+    names.note_maps(ProcessMaps::of(self, {runtime}));
+    // Not known yet: read, whatever the flag says.
+    CHECK(names.resolve(self, slot, true).function == "First.name");
+    put(l->co_qualname, uint64_t(second.data()));
+    CHECK(names.resolve(self, slot, true).function == "First.name");
+    CHECK(names.resolve(self, slot).function == "Second.name");
+    CHECK(names.resolve(self, slot, true).function == "Second.name");
+    // What BPF checks by are the fields the cache is checked by: 3.11's qualified name, 3.10's name.
+    const mt_python_proc p = l->proc_value();
+    CHECK(p.code_filename == l->co_filename);
+    CHECK(p.code_name == l->co_qualname);
+    CHECK(p.code_linetable == l->co_linetable);
+    CHECK(p.code_firstlineno == l->co_firstlineno);
+    CHECK(python_layout(10)->proc_value().code_name == python_layout(10)->co_name);
+}

@@ -82,6 +82,8 @@ RunCounters distinct_counters() {
     c.symbolizer.jit_frames = 304;
     c.symbolizer.python_frames_unnamed = 309;
     c.symbolizer.python_trampolines_folded = 399;
+    c.symbolizer.python_stacks = 397;
+    c.symbolizer.python_stacks_known = 398;
     c.symbolizer.stacks_cut_outside_code = 305;
     c.symbolizer.frames_cut_outside_code = 306;
     c.symbolizer.maps_full_reads = 307;
@@ -149,7 +151,7 @@ TEST_CASE("stats: each key reports its owner's counter") {
         "symbolize_ms": {"p50": 5.0, "p99": 5.0, "max": 5.0, "count": 1},
         "symbolizer_cache_hit_rate": 0.75, "symbolizer_modules": 302, "symbolizer_addresses": 1,
         "symbolize_cpu_s": 1.5, "symbolizer_module_load_ms": 4.0, "symbolizer_max_queued_batches": 303,
-        "symbolizer_jit_frames": 304, "python_frames_unnamed": 309, "python_trampolines_folded": 399, "symbolizer_maps_full_reads": 307, "symbolizer_maps_added_reads": 308, "stacks_cut_outside_code": 305, "frames_cut_outside_code": 306,
+        "symbolizer_jit_frames": 304, "python_frames_unnamed": 309, "python_trampolines_folded": 399, "python_stacks": 397, "python_stacks_known": 398, "symbolizer_maps_full_reads": 307, "symbolizer_maps_added_reads": 308, "stacks_cut_outside_code": 305, "frames_cut_outside_code": 306,
         "shutdown_artifact_ms": 12.0, "shutdown_stacks_ms": 13.0,
         "processes_probed": 401, "processes_on_shared_probes": 402, "probe_attach_errors": 403,
         "probe_attach_ms": {"p50": 2.0, "p99": 2.0, "max": 2.0, "count": 1},
@@ -217,7 +219,7 @@ TEST_CASE("stats: every key of the object is in docs/STATS.md, and every key the
     const std::set<std::string> reported = keys(stats_json(RunCounters{}));
     for (const std::string& k : reported) CHECK_MESSAGE(documented.count(k), "not in docs/STATS.md: " << k);
     for (const std::string& k : documented) CHECK_MESSAGE(reported.count(k), "not in the stats object: " << k);
-    CHECK(reported.size() == 124);
+    CHECK(reported.size() == 126);
 }
 
 TEST_CASE("stats: the run's phases split the time from memtrack's start to the exit stats") {
