@@ -62,8 +62,8 @@ public:
           events_(io, value_or_throw(RingView::map(bpf.events_ring_fd())), consumer_options(RingConsumer::Records::Events),
                   std::move(artifact), std::move(timeline)),
           pressure_(io_, holds_, WatermarkPolicy{opt.stop_fill, opt.resume_fill}),
-          exit_watch_(io_.get_executor(), Fd(::dup(child.pidfd()))), guard_(guard),
-          guard_watch_(io_.get_executor(), Fd(::dup(guard.pidfd()))),
+          watch_strand_(asio::make_strand(io_)), exit_watch_(watch_strand_, Fd(::dup(child.pidfd()))), guard_(guard),
+          guard_watch_(watch_strand_, Fd(::dup(guard.pidfd()))),
           signals_(io_, SIGINT, SIGTERM, SIGHUP) {
         watch_pressure(events_);
         std::vector<Lane*> lanes{&events_};
@@ -314,10 +314,13 @@ private:
         for_each_lane([](Lane& l) { l.consumer().stop(); });
         pressure_.stop();
         links_->stop();
-        asio::post(io_, [this] {
-            boost::system::error_code ec;
+        // On the watches' strand: a completion may be running on another pool thread.
+        asio::post(watch_strand_, [this] {
             exit_watch_.cancel();
             guard_watch_.cancel();
+        });
+        asio::post(io_, [this] {
+            boost::system::error_code ec;
             signals_.cancel(ec);
             // Let the shutdown reply reach the client before the socket closes.
             if (control_) control_->stop();
@@ -421,6 +424,7 @@ private:
     std::optional<DrainBarrier> drains_;
     std::unique_ptr<UnwindTables> unwind_;  // with stacks walked by CFI
     std::optional<ProcessLinks> links_;
+    Strand watch_strand_;  // the two exit watches': ExitWatch is not for concurrent use
     ExitWatch exit_watch_;
     const StopGuard& guard_;
     ExitWatch guard_watch_;  // memtrack-guard's exit

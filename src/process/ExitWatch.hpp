@@ -8,7 +8,8 @@
 // event read for a pidfd just closed (an exited process's) to the descriptor that reuses its
 // state: seen in `flood.sh --pipelines` (about one run in 10), where a live process lost its
 // links before its exec and its new image ran unrecorded. Such a completion is counted and the
-// wait made again.
+// wait made again. Not for concurrent use: give it a strand where a pool of threads runs the
+// io_context, and call cancel() on that strand.
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <functional>
