@@ -1,7 +1,6 @@
 #include "report/FailIf.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <array>
 #include <string_view>
 
@@ -101,12 +100,7 @@ Result<std::vector<Condition>> parse_fail_if(const std::string& expr) {
 }
 
 // "5120 B (5.0 KiB)" for a size, the number alone otherwise.
-static std::string shown_value(const Metric& m) {
-    if (!m.bytes) return fmt::format("{}", m.value);
-    const double magnitude = std::fabs(m.value);
-    if (magnitude < 1024) return fmt::format("{} B", m.value);
-    return fmt::format("{} B ({}{})", m.value, m.value < 0 ? "-" : "", human_bytes(uint64_t(magnitude)));
-}
+static std::string shown_value(const Metric& m) { return m.bytes ? bytes_and_human(m.value) : fmt::format("{}", m.value); }
 
 Metrics metrics(const Analysis& a, const Analysis* base) {
     Metrics m;

@@ -19,10 +19,6 @@ struct Style {
     std::string function(std::string_view s) const { return on ? fmt::format("\033[36m{}\033[0m", s) : std::string(s); }
 };
 
-std::string bytes_and_human(uint64_t b) {
-    return b < 1024 ? fmt::format("{} B", b) : fmt::format("{} B ({})", b, human_bytes(b));
-}
-
 std::string blocks(uint64_t n, std::string_view one = "block", std::string_view many = "blocks") {
     return fmt::format("{} {}", n, n == 1 ? one : many);
 }
