@@ -1,8 +1,9 @@
 #pragma once
 // The report's model (Analysis: live blocks keyed by process and address) over an artifact
-// alone, without its stacks or timeline, and `memtrack dump --summary`'s view of it. One
-// live-heap model: `dump --summary`, `track`'s closing lines and `memtrack report` cannot
-// disagree on what is live, even when two processes of a tree use the same address.
+// alone, without its stacks or timeline, and `memtrack dump --summary`'s view of it: what the
+// file itself says, read up to any damage. One live-heap model: `dump --summary` and `memtrack
+// report` cannot disagree on what is live, even when two processes of a tree use the same
+// address; `track`'s closing lines are the report's own (TrackSummary.hpp).
 #include <cstdint>
 #include <string>
 

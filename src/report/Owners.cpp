@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "report/FrameNames.hpp"
+#include "report/Units.hpp"
 
 namespace memtrack::report {
 namespace {
@@ -103,6 +104,18 @@ void classify_owners(Analysis& a, const std::vector<std::string>& suppressions) 
         (runtime ? a.runtime_leaked_bytes : a.suppressed_leaked_bytes) += bytes;
         (runtime ? a.runtime_leaked_blocks : a.suppressed_leaked_blocks) += blocks;
     }
+}
+
+std::string leak_exclusions(const Analysis& a, std::string_view where) {
+    const auto blocks = [](uint64_t n) { return fmt::format("{} {}", n, n == 1 ? "block" : "blocks"); };
+    std::string out;
+    if (a.runtime_leaked_blocks)
+        out += fmt::format("; not counted: {} in {} the runtimes keep{}", bytes_and_human(a.runtime_leaked_bytes),
+                           blocks(a.runtime_leaked_blocks), where);
+    if (a.suppressed_leaked_blocks)
+        out += fmt::format("{} {} in {} suppressed", out.empty() ? "; not counted:" : ",",
+                           bytes_and_human(a.suppressed_leaked_bytes), blocks(a.suppressed_leaked_blocks));
+    return out;
 }
 
 }  // namespace memtrack::report

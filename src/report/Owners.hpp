@@ -31,4 +31,9 @@ const std::string* suppressed_by(const StackFrames& frames, const std::vector<st
 // sites out of leaked_* into runtime_leaked_* and suppressed_leaked_*.
 void classify_owners(Analysis& a, const std::vector<std::string>& suppressions);
 
+// What the leak total leaves out, said beside it: "; not counted: 72704 B (71.0 KiB) in 1 block
+// the runtimes keep{where}, 40 B in 1 block suppressed"; "" when nothing is left out. `where`
+// says where they are listed (the text report's " (below)").
+std::string leak_exclusions(const Analysis& a, std::string_view where);
+
 }  // namespace memtrack::report

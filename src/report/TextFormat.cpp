@@ -5,6 +5,7 @@
 #include "report/FrameNames.hpp"
 #include "report/Functions.hpp"
 #include "report/Output.hpp"
+#include "report/Owners.hpp"
 #include "report/Units.hpp"
 
 namespace memtrack::report {
@@ -122,18 +123,6 @@ std::string rate(uint64_t n, uint64_t ns, bool is_bytes) {
     return is_bytes ? fmt::format(" ({}/s)", human_bytes(uint64_t(per_s))) : fmt::format(" ({:.0f}/s)", per_s);
 }
 
-// What the leak total leaves out (Owners.hpp), said beside it.
-std::string leak_exclusions(const Analysis& a) {
-    std::string out;
-    if (a.runtime_leaked_blocks)
-        out += fmt::format("; not counted: {} in {} the runtimes keep (below)", bytes_and_human(a.runtime_leaked_bytes),
-                           blocks(a.runtime_leaked_blocks));
-    if (a.suppressed_leaked_blocks)
-        out += fmt::format("{} {} in {} suppressed", out.empty() ? "; not counted:" : ",",
-                           bytes_and_human(a.suppressed_leaked_bytes), blocks(a.suppressed_leaked_blocks));
-    return out;
-}
-
 void header(const Analysis& a, const Style& st, std::string& out) {
     std::string pids;
     for (const ProcessTotals& p : a.processes) {
@@ -172,13 +161,13 @@ void header(const Analysis& a, const Style& st, std::string& out) {
                        human_duration(a.peak_time_ns));
     if (!a.has_timeline) {
         out += fmt::format("live at end (leaked): {} in {}{}\n", bytes_and_human(a.leaked_bytes), blocks(a.leaked_blocks),
-                           leak_exclusions(a));
+                           leak_exclusions(a, " (below)"));
     } else if (a.window) {
         out += fmt::format("leaked in window {} (made in it, live at its end or at their process's exit): {} in {}{}\n",
-                           *a.window, bytes_and_human(a.leaked_bytes), blocks(a.leaked_blocks), leak_exclusions(a));
+                           *a.window, bytes_and_human(a.leaked_bytes), blocks(a.leaked_blocks), leak_exclusions(a, " (below)"));
     } else {
         out += fmt::format("leaked (live at their process's exit): {} in {}{}\n", bytes_and_human(a.leaked_bytes),
-                           blocks(a.leaked_blocks), leak_exclusions(a));
+                           blocks(a.leaked_blocks), leak_exclusions(a, " (below)"));
     }
     if (a.has_timeline) {
         out += fmt::format("discarded by exec (live when their process exec'd; not leaks): {} in {}\n",

@@ -155,6 +155,15 @@ TEST_CASE("timeline: the report ends a heap at its exec (discarded) and at its e
         CHECK(p.at("calls").as_int64() == 2);
     }
     CHECK(found == 1);
+    // track's closing lines are the report's figures (report/TrackSummary.hpp): child 2's block
+    // alone at the peak, exit3's leaked; not both at once, as the artifact alone would give.
+    const std::string& err = t.run.err;
+    CHECK_MESSAGE(err.find("memtrack: peak heap 48.8 KiB (" + std::to_string(FX_TIMELINE_EXEC_DROP) + " B) in 1 block at ") !=
+                      std::string::npos,
+                  err);
+    CHECK_MESSAGE(err.find("memtrack: leaked 9.7 KiB (" + std::to_string(FX_EXIT3_SIZE) + " B) in 1 block\n") !=
+                      std::string::npos,
+                  err);
 
     // The same artifact without its timeline: both blocks look leaked, both live at once.
     const std::string alone = dir / "alone.MemtrackArtifact.msgpack";

@@ -7,11 +7,17 @@
 
 #include <boost/json.hpp>
 
+#include "TestFiles.hpp"
+#include "core/OutputFiles.hpp"
+#include "format/ArtifactEncoder.hpp"
 #include "report/Analysis.hpp"
+#include "report/ArtifactTotals.hpp"
 #include "report/FailIf.hpp"
+#include "report/Load.hpp"
 #include "report/Output.hpp"
 #include "report/Processes.hpp"
 #include "report/StackTable.hpp"
+#include "report/TrackSummary.hpp"
 
 using namespace memtrack;
 using namespace memtrack::report;
@@ -207,6 +213,37 @@ TEST_CASE("report with a timeline: --fail-if rss_peak, live_at_end, exec_discard
     CHECK(holds.value() == "rss_peak>190KiB holds: rss_peak = 200000 B (195.3 KiB)");
     CHECK_FALSE(evaluate(parse_fail_if("rss_peak>200KiB").value(), m).value());
     CHECK_FALSE(metrics(analyse(false), nullptr).contains("rss_peak"));
+}
+
+// `memtrack track`'s closing lines and `memtrack report` read the same recording the same way:
+// the tree's peak is over the processes alive (8000 B at 6 ms: 100's 1000 and 102's 7000, 101's
+// 5000 gone at its exit), not 13000 B (every heap ever made, which the summary gave when it read
+// the artifact alone); the leaks are those at each process's exit, and 100's 1000 B, still
+// running at the end, are live at the end.
+TEST_CASE("report with a timeline: track's summary gives the report's peak and leaks") {
+    unittest::TempDir dir;
+    const std::string artifact = dir / artifact_name(100);
+    std::string raw;
+    for (const Event& e : kEvents) encode_event(e, raw);
+    unittest::write_zstd_file(artifact, raw);
+    raw.clear();
+    for (const TimelineEvent& e : timeline()) encode_timeline_event(e, raw);
+    unittest::write_zstd_file(timeline_path_for(artifact), raw);
+
+    auto summary = track_summary_of(artifact);
+    REQUIRE_MESSAGE(summary, summary.error().message());
+    CHECK(*summary == "memtrack: 8 events from 4 processes in 15.0 ms\n"
+                      "memtrack: peak heap 7.8 KiB (8000 B) in 2 blocks at 6.0 ms\n"
+                      "memtrack: leaked 6.8 KiB (7000 B) in 2 blocks\n"
+                      "memtrack: live at the end of the recording (processes still running) 1000 B (1000 B) in 1 block\n"
+                      "memtrack: next: memtrack report " + artifact + "\n");
+    auto report = load(artifact, LoadOptions{});
+    REQUIRE(report);
+    CHECK(report->analysis.peak_bytes == 8000);
+    CHECK(report->analysis.peak_blocks == 2);
+    CHECK(report->analysis.leaked_bytes == 7000);
+    // The artifact alone (`dump --summary`, and the summary before it read the timeline).
+    CHECK(analyze_artifact(artifact).analysis.peak_bytes == 13000);
 }
 
 namespace {
