@@ -356,6 +356,16 @@ TEST_CASE("report with a timeline and --window: every figure is that window's") 
     std::vector<int32_t> pids;
     for (const auto& p : a.processes) pids.push_back(p.pid);
     CHECK(pids == std::vector<int32_t>{100, 102});  // 101 ended before, 103 started at its end
+    // The header's duration is the window's own: from its start (7 ms + 1 ns after the first
+    // event) to its last event (102's free at 9 ms), not the recording's 15 ms.
+    CHECK(a.from_ns == 7'000'001);
+    CHECK(span_ns(a) == 1'999'999);
+    const std::string text = text_report(a, OutputOptions{});
+    CHECK(text.find("\nduration: 2.0 ms, 2 events (from 7.0 ms to 9.0 ms after the recording's first event)\n") !=
+          std::string::npos);
+    const boost::json::value j = boost::json::parse(json_report(a, OutputOptions{}));
+    CHECK(j.at("totals").at("span_ns").to_number<uint64_t>() == 1'999'999);
+    CHECK(j.at("totals").at("from_ns").to_number<uint64_t>() == 7'000'001);
 }
 
 // A window from 102's allocation to just before its exec: its 7000 B are live at the window's end,
