@@ -155,7 +155,7 @@ bool folded_by_default(const Frame& f) {
     return is_std_allocation(without_parameters(elide_templates(f.function)));
 }
 
-const FrameFolder::FrameView& FrameFolder::view(const Frame* f) {
+const FrameFolder::FrameView& FrameFolder::view(const Frame* f) const {
     auto [it, fresh] = frames_.try_emplace(f);
     if (!fresh) return it->second;
     FrameView& v = it->second;
@@ -166,16 +166,7 @@ const FrameFolder::FrameView& FrameFolder::view(const Frame* f) {
     return v;
 }
 
-const ShownStack& FrameFolder::fold(const StackFrames& frames) {
-    auto [it, fresh] = stacks_.try_emplace(&frames, nullptr);
-    if (!fresh) return *it->second;
-    ShownStack& s = held_.emplace_back();
-    it->second = &s;
-    fold_into(frames, s);
-    return s;
-}
-
-void FrameFolder::fold_into(const StackFrames& frames, ShownStack& s) {
+void FrameFolder::fold_into(const StackFrames& frames, ShownStack& s) const {
     s.frames.clear();
     s.folded = 0;
     for (const Frame* f : frames) {

@@ -11,10 +11,10 @@
 // innermost stays.
 //
 // Every view that names functions (text, folded, --by function, the call trees, --diff's
-// matching) reads the ShownStack of a site (Site::shown); machine formats that carry frames in
-// full (json's "frames", pprof's locations) keep the raw ones.
+// matching, html) folds a site's stack when it reads it, through the site's FrameFolder
+// (Site::folder, shown_stack in FrameNames.hpp); machine formats that carry frames in full
+// (json's "frames", pprof's locations) keep the raw ones.
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <optional>
 #include <regex>
@@ -22,8 +22,6 @@
 #include <string_view>
 #include <unordered_map>
 #include <vector>
-
-#include <boost/unordered/unordered_flat_map.hpp>
 
 #include "format/StacksFile.hpp"
 #include "report/StackTable.hpp"
@@ -38,7 +36,9 @@ struct FoldOptions {
 
 // One line of a shown stack. Its texts point into the FrameFolder, which holds them once per
 // distinct frame (a copy per frame of every stack was 50 MiB more on the benchmark's 20000
-// stacks); and into the StackTable for `module`.
+// stacks); and into the StackTable for `module`. Shown stacks are made when read and not kept:
+// keeping every site's was 20 MiB of a folded report on the benchmark (docs/BENCHMARKS.md,
+// "Report"), and a printer reads each site's stack once or a few times.
 struct ShownFrame {
     std::string_view name;    // the function, template arguments elided; "[cc1]" for unresolved frames
     std::string_view file;    // build-path prefix trimmed; empty without line information
@@ -71,22 +71,21 @@ class FrameFolder {
 public:
     explicit FrameFolder(FoldOptions opt) : opt_(std::move(opt)) {}
 
-    // The stack as shown, made once per distinct sequence (StackTable interns them) and kept.
-    const ShownStack& fold(const StackFrames& frames);
-    // The same into `out` (cleared first), kept nowhere: for a pass that reads each stack once.
-    void fold_into(const StackFrames& frames, ShownStack& out);
+    // The stack as shown, into `out` (cleared first; its texts live as long as the folder).
+    void fold_into(const StackFrames& frames, ShownStack& out) const;
 
 private:
     struct FrameView {
         bool fold = false;
         std::string name, file;  // name: "[module]" or "[unknown]" for an unresolved frame
     };
-    const FrameView& view(const Frame* f);
+    const FrameView& view(const Frame* f) const;
 
     FoldOptions opt_;
-    std::unordered_map<const Frame*, FrameView> frames_;  // node-based: ShownFrames point into it
-    boost::unordered_flat_map<const StackFrames*, const ShownStack*> stacks_;
-    std::deque<ShownStack> held_;  // stable addresses
+    // Each distinct frame's view, made the first time a stack holding it is folded: a cache,
+    // hence mutable (fold_sites fills it for every site's frames before any printer reads).
+    // Node-based: ShownFrames point into it.
+    mutable std::unordered_map<const Frame*, FrameView> frames_;
 };
 
 // Unresolved frames of one module in the shown stacks, and where its debug info can be had.

@@ -19,10 +19,16 @@ std::string frame_name(const Frame& f) {
 
 std::string_view unknown_stack_name(const Site& s) { return s.hash == 0 ? "[no stack]" : "[stack missing]"; }
 
+bool shown_stack(const Site& s, ShownStack& out) {
+    if (!s.folder || !s.frames || s.frames->empty()) return false;
+    s.folder->fold_into(*s.frames, out);
+    return true;
+}
+
 std::vector<NamedFrame> named_frames(const Site& s) {
     std::vector<NamedFrame> out;
-    if (s.shown) {
-        for (const ShownFrame& f : s.shown->frames) out.push_back({std::string(f.name), f.file, f.line, f.module});
+    if (ShownStack shown; shown_stack(s, shown)) {
+        for (const ShownFrame& f : shown.frames) out.push_back({std::string(f.name), f.file, f.line, f.module});
     } else if (s.frames) {
         for (const Frame* f : *s.frames) out.push_back({frame_name(*f), f->file, f->line, f->module});
     }
@@ -49,10 +55,10 @@ void fold_sites(Analysis& a, FrameFolder& folder, bool packages, bool keep) {
     ShownStack scratch;
     for (Site& s : a.sites) {
         if (!s.frames || s.frames->empty()) continue;
-        if (keep) s.shown = &folder.fold(*s.frames);
+        if (keep) s.folder = &folder;
         if (!seen.try_emplace(s.frames, true).second) continue;
-        if (!keep) folder.fold_into(*s.frames, scratch);
-        for (const ShownFrame& f : (keep ? *s.shown : scratch).frames)
+        folder.fold_into(*s.frames, scratch);
+        for (const ShownFrame& f : scratch.frames)
             if (f.run > 0 && !f.module.empty()) unresolved[std::string(f.module)] += f.run;
     }
     a.unresolved.clear();

@@ -32,9 +32,14 @@ struct NamedFrame {
     std::string_view module;
 };
 
-// A site's frames, innermost first: its shown stack's (fold_sites: default folding, --hide-frames,
-// elided templates) or, unfolded, its raw frames'. Empty for a site without frames (it is named
-// unknown_stack_name()). The one rule folded, the function views and the html page name frames by.
+// A site's stack as shown (fold_sites: default folding, --hide-frames, elided templates), into
+// `out`; false, `out` untouched, for a site without frames or not folded (Site::folder). Made
+// each time it is asked for, never kept (FrameFold.hpp).
+bool shown_stack(const Site& s, ShownStack& out);
+
+// A site's frames, innermost first: its shown stack's or, unfolded, its raw frames'. Empty for a
+// site without frames (it is named unknown_stack_name()). The one rule folded, the function views
+// and the html page name frames by.
 std::vector<NamedFrame> named_frames(const Site& s);
 
 // Brendan Gregg's collapsed form: frame names root first, joined by ';' (a ';' inside a name
@@ -42,11 +47,11 @@ std::vector<NamedFrame> named_frames(const Site& s);
 // (fold_sites) the names are those, a run of unresolved frames one "[module]".
 std::string folded_stack(const Site& s);
 
-// Sets every site's shown stack (Site::shown) from `folder`, which must outlive `a`, and lists
+// Shows every site's stack through `folder` (Site::folder), which must then outlive `a`, and lists
 // the modules with unresolved frames in what is shown (Analysis::unresolved), by module; with
 // `packages`, each with the Debian package that holds it (debian_package_of). Without `keep`,
-// only the list: no shown stack is kept (json's sites carry raw frames; 320000 shown frames
-// were 20 MiB of the benchmark's report), and `folder` may go once it returns.
+// only the list: sites keep their raw frames (json's sites), and `folder` may go once it
+// returns (its frames' names were 10 MiB of the benchmark's report).
 void fold_sites(Analysis& a, FrameFolder& folder, bool packages, bool keep = true);
 
 // Per folded stack, the sum of cost_value() over its sites, leaving out zeros; sorted by name.

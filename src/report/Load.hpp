@@ -17,7 +17,7 @@ namespace memtrack::report {
 
 struct Loaded {
     std::unique_ptr<StackTable> stacks;  // the sites' frames point into it
-    std::unique_ptr<FrameFolder> folder;  // the sites' shown stacks point into it
+    std::unique_ptr<FrameFolder> folder;  // the sites show their stacks through it (Site::folder)
     Analysis analysis;
     std::string warning;  // non-empty when the stacks file was absent (sites have no frames)
 };
@@ -35,8 +35,8 @@ struct LoadOptions {
     bool site_timeline = false;  // Analysis::site_timeline too (--format html)
     bool python_only = false;  // --python-only: stacks as python_only() keeps them (StackTable.hpp)
     FoldOptions fold;       // how stacks are shown (fold_sites)
-    // Keep every site's shown stack (Site::shown): off for a report that reads none (json's
-    // sites), which then gets Analysis::unresolved alone and no Loaded::folder.
+    // Sites show their stacks (Site::folder): off for a report that reads none (json's sites),
+    // which then gets Analysis::unresolved alone and no Loaded::folder.
     bool shown_stacks = true;
     bool debug_packages = false;  // ask dpkg which package holds each module with unresolved frames
     std::vector<std::string> suppressions;  // leak:PATTERN patterns (classify_owners)

@@ -20,7 +20,7 @@
 
 namespace memtrack::report {
 
-struct ShownStack;  // FrameFold.hpp
+class FrameFolder;  // FrameFold.hpp
 
 // The site of blocks the filter dropped: kept in the live map so their frees are not taken for
 // frees of unknown blocks, counted nowhere.
@@ -43,8 +43,9 @@ struct Site {
     // the end of the recording).
     uint64_t exited_bytes = 0;
     uint64_t exited_blocks = 0;
-    // Set after the analysis (fold_sites, FrameNames.hpp): the frames as people read them.
-    const ShownStack* shown = nullptr;
+    // Set after the analysis (fold_sites, FrameNames.hpp): what shows its frames as people read
+    // them (shown_stack); null: they are shown raw (json's sites, pprof, speedscope).
+    const FrameFolder* folder = nullptr;
     // Set after the analysis (classify_owners, Owners.hpp): a leak that is not the program's
     // own: a runtime's one-time block or a suppressed one. Its leaked amount counts apart.
     enum class Owner : uint8_t { Program, Runtime, Suppressed } owner = Owner::Program;

@@ -29,8 +29,8 @@ void frames_text(const Site& s, const Style& st, std::string& out) {
         out += fmt::format("      {}\n", unknown_stack_name(s));
         return;
     }
-    if (s.shown) {
-        const auto& frames = s.shown->frames;
+    if (ShownStack shown; shown_stack(s, shown)) {
+        const auto& frames = shown.frames;
         const size_t n = std::min(frames.size(), kMaxFrames);
         for (size_t i = 0; i < n; ++i) {
             const ShownFrame& f = frames[i];
@@ -42,9 +42,9 @@ void frames_text(const Site& s, const Style& st, std::string& out) {
             out += '\n';
         }
         if (frames.size() > n) out += fmt::format("      ... {} more lines\n", frames.size() - n);
-        if (s.shown->folded)
-            out += fmt::format("      ({} start-up, allocator or hidden {} folded)\n", s.shown->folded,
-                               s.shown->folded == 1 ? "frame" : "frames");
+        if (shown.folded)
+            out += fmt::format("      ({} start-up, allocator or hidden {} folded)\n", shown.folded,
+                               shown.folded == 1 ? "frame" : "frames");
         return;
     }
     const size_t n = std::min(s.frames->size(), kMaxFrames);
