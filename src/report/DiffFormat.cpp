@@ -81,9 +81,10 @@ std::string diff_json(const Diff& d, const OutputOptions& o) {
 }
 
 std::string diff_folded(const Analysis& base, const Analysis& now, const OutputOptions& o) {
-    std::map<std::string, std::pair<uint64_t, uint64_t>> lines;
-    for (const auto& [stack, v] : folded_costs(base, o.cost)) lines[stack].first = v;
-    for (const auto& [stack, v] : folded_costs(now, o.cost)) lines[stack].second = v;
+    const FoldedLines was = folded_costs(base, o.cost), is = folded_costs(now, o.cost);
+    std::map<std::string_view, std::pair<uint64_t, uint64_t>> lines;
+    for (const FoldedLines::Line& l : was.lines()) lines[was.stack(l)].first = l.value;
+    for (const FoldedLines::Line& l : is.lines()) lines[is.stack(l)].second = l.value;
     std::string out;
     for (const auto& [stack, v] : lines) out += fmt::format("{} {} {}\n", stack, v.first, v.second);
     return out;

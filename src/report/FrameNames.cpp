@@ -66,11 +66,31 @@ void fold_sites(Analysis& a, FrameFolder& folder, bool packages, bool keep) {
         a.unresolved.push_back(DebugHint{module, frames, packages ? debian_package_of(module) : std::string()});
 }
 
-std::map<std::string, uint64_t> folded_costs(const Analysis& a, Cost c) {
-    std::map<std::string, uint64_t> lines;
-    for (const Site& s : a.sites)
-        if (const uint64_t v = cost_value(s, c)) lines[folded_stack(s)] += v;
-    return lines;
+FoldedLines folded_costs(const Analysis& a, Cost c) {
+    constexpr size_t kChunk = size_t(1) << 20;
+    FoldedLines f;
+    for (const Site& s : a.sites) {
+        const uint64_t v = cost_value(s, c);
+        if (v == 0) continue;
+        const std::string stack = folded_stack(s);
+        if (f.chunks_.empty() || f.chunks_.back().capacity() - f.chunks_.back().size() < stack.size())
+            f.chunks_.emplace_back().reserve(std::max(kChunk, stack.size()));
+        std::string& chunk = f.chunks_.back();
+        f.lines_.push_back({uint32_t(f.chunks_.size() - 1), uint32_t(stack.size()), chunk.size(), v});
+        chunk += stack;
+    }
+    // Sorted by stack, then sites with the same stack summed into one line.
+    std::sort(f.lines_.begin(), f.lines_.end(),
+              [&](const FoldedLines::Line& x, const FoldedLines::Line& y) { return f.stack(x) < f.stack(y); });
+    size_t kept = 0;
+    for (size_t i = 0; i < f.lines_.size(); ++i) {
+        if (kept > 0 && f.stack(f.lines_[kept - 1]) == f.stack(f.lines_[i]))
+            f.lines_[kept - 1].value += f.lines_[i].value;
+        else
+            f.lines_[kept++] = f.lines_[i];
+    }
+    f.lines_.resize(kept);
+    return f;
 }
 
 }  // namespace memtrack::report

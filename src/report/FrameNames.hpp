@@ -54,7 +54,26 @@ std::string folded_stack(const Site& s);
 // returns (its frames' names were 10 MiB of the benchmark's report).
 void fold_sites(Analysis& a, FrameFolder& folder, bool packages, bool keep = true);
 
-// Per folded stack, the sum of cost_value() over its sites, leaving out zeros; sorted by name.
-std::map<std::string, uint64_t> folded_costs(const Analysis& a, Cost c);
+// Per folded stack, the sum of cost_value() over its sites, leaving out zeros; sorted by stack.
+// The stacks' text is held in a few large chunks, not a string each: a map of strings and its
+// nodes were 6 MiB of a folded report on the benchmark's 20000 stacks (docs/BENCHMARKS.md,
+// "Report"), beside the output, which holds them once more.
+class FoldedLines {
+public:
+    struct Line {
+        uint32_t chunk = 0;
+        uint32_t size = 0;
+        size_t at = 0;
+        uint64_t value = 0;
+    };
+    std::string_view stack(const Line& l) const { return std::string_view(chunks_[l.chunk]).substr(l.at, l.size); }
+    const std::vector<Line>& lines() const { return lines_; }
+
+private:
+    friend FoldedLines folded_costs(const Analysis& a, Cost c);
+    std::vector<std::string> chunks_;  // each filled up to its reserved size, never grown
+    std::vector<Line> lines_;
+};
+FoldedLines folded_costs(const Analysis& a, Cost c);
 
 }  // namespace memtrack::report

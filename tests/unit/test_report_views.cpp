@@ -171,9 +171,9 @@ TEST_CASE("report folding: sites, folded stacks and the unresolved modules' hint
     CHECK(folded_stack(v.a.sites[0]) == folded_stack(v.a.sites[1]));
     CHECK(folded_stack(v.a.sites[0]) ==
           "main;[cc1];grow(std::__cxx11::basic_string<\u2026> const&);std::vector<\u2026>::_M_realloc_insert<\u2026>(__gnu_cxx::__normal_iterator<\u2026>, int const&)");
-    const auto lines = folded_costs(v.a, Cost::Allocated);
-    REQUIRE(lines.size() == 1);
-    CHECK(lines.begin()->second == 24);
+    const FoldedLines lines = folded_costs(v.a, Cost::Allocated);
+    REQUIRE(lines.lines().size() == 1);
+    CHECK(lines.lines()[0].value == 24);
     REQUIRE(v.a.unresolved.size() == 1);
     CHECK(v.a.unresolved[0].module == "/usr/lib/gcc/x86_64-linux-gnu/12/cc1");
     CHECK(v.a.unresolved[0].frames == 6);  // 3 in each distinct shown stack
