@@ -215,10 +215,14 @@ int run(const ReportOptions& opt) {
     o.windows = opt.windows || !opt.window.empty();
     using View = OutputOptions::View;
     o.view = view_of(opt);
-    o.caller_callee = opt.caller_callee;
     const Analysis& a = loaded->analysis;
-    if (o.view == View::CallerCallee)
-        if (auto found = caller_callee(a, o.caller_callee, o.cost); !found) return fail(found.error().message());
+    std::optional<CallerCallee> rows;
+    if (o.view == View::CallerCallee) {
+        auto found = caller_callee(a, opt.caller_callee, o.cost);
+        if (!found) return fail(found.error().message());
+        rows = std::move(found).value();
+        o.caller_callee = &*rows;
+    }
     const std::string out = base ? render_diff(opt.format, base->analysis, a, o) : render(opt.format, a, o);
     if (auto err = write_output(opt.output, out)) return fail(*err);
 

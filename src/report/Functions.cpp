@@ -129,9 +129,15 @@ std::vector<CallNode> call_tree(const Analysis& a, bool bottom_up, Cost c, size_
 }
 
 Result<CallerCallee> caller_callee(const Analysis& a, const std::string& name, Cost c) {
+    // Every site's names, named once: each stack as the distinct names it holds (nodes of
+    // `all`, whose addresses stay), read again below once the function is known.
     std::set<std::string> all;
-    for (const Site& s : a.sites)
-        for (std::string& n : names_of(s)) all.insert(std::move(n));
+    std::vector<std::vector<const std::string*>> stacks;
+    stacks.reserve(a.sites.size());
+    for (const Site& s : a.sites) {
+        std::vector<const std::string*>& stack = stacks.emplace_back();
+        for (std::string& n : names_of(s)) stack.push_back(&*all.insert(std::move(n)).first);
+    }
     std::string function;
     if (all.contains(name)) {
         function = name;
@@ -152,21 +158,23 @@ Result<CallerCallee> caller_callee(const Analysis& a, const std::string& name, C
     }
     CallerCallee out;
     out.function = function;
+    const std::string* const wanted = &*all.find(function);
     std::map<std::string, FunctionRow> callers, callees;
-    for (const Site& s : a.sites) {
-        const std::vector<std::string> names = names_of(s);
+    for (size_t k = 0; k < a.sites.size(); ++k) {
+        const Site& s = a.sites[k];
+        const std::vector<const std::string*>& names = stacks[k];
         // Name -> its frame in this stack (the first one, when it recurs).
         std::map<std::string, size_t> site_callers, site_callees;
         bool in = false;
         for (size_t i = 0; i < names.size(); ++i) {
-            if (names[i] != function) continue;
+            if (names[i] != wanted) continue;
             in = true;
-            if (i + 1 < names.size()) site_callers.try_emplace(names[i + 1], i + 1);
-            if (i > 0) site_callees.try_emplace(names[i - 1], i - 1);
+            if (i + 1 < names.size()) site_callers.try_emplace(*names[i + 1], i + 1);
+            if (i > 0) site_callees.try_emplace(*names[i - 1], i - 1);
         }
         if (!in) continue;
         out.total.add(s);
-        if (names.front() == function) out.self.add(s);
+        if (names.front() == wanted) out.self.add(s);
         for (auto [set, rows] : {std::pair{&site_callers, &callers}, std::pair{&site_callees, &callees}})
             for (const auto& [n, i] : *set) {
                 auto [it, fresh] = rows->try_emplace(n);

@@ -93,8 +93,8 @@ void view_json(const Analysis& a, const OutputOptions& o, json::object& out) {
             out["top_down"] = tree_json(call_tree(a, false, o.cost, o.limit, o.tree_depth), "callees");
             return;
         case View::CallerCallee: {
-            auto cc = caller_callee(a, o.caller_callee, o.cost);
-            if (!cc) return;  // refused before the report was written (ReportCommand.cpp)
+            const CallerCallee* cc = o.caller_callee;
+            if (!cc) return;  // not worked out (OutputOptions): nothing to print
             json::array callers, callees;
             for (const FunctionRow& r : cc->callers) callers.push_back(row_json(r));
             for (const FunctionRow& r : cc->callees) callees.push_back(row_json(r));

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "report/Analysis.hpp"
+#include "report/Functions.hpp"
 #include "report/Ranking.hpp"
 
 namespace memtrack::report {
@@ -20,7 +21,9 @@ struct OutputOptions {
     // text, json: one view instead of the site sections (Functions.hpp). The first set wins;
     // the command line allows one.
     enum class View { Sites, Functions, BottomUp, TopDown, CallerCallee } view = View::Sites;
-    std::string caller_callee{};  // View::CallerCallee's function
+    // View::CallerCallee's rows: caller_callee() (Functions.hpp), worked out once by the caller,
+    // which refuses a name that is no function's before anything is printed.
+    const CallerCallee* caller_callee = nullptr;
     size_t tree_depth = 32;     // call trees: levels at most
 };
 

@@ -330,13 +330,10 @@ void tree_view(const Analysis& a, const OutputOptions& o, bool bottom_up, const 
     tree_text(call_tree(a, bottom_up, o.cost, o.limit, o.tree_depth), 0, st, out);
 }
 
-void caller_callee_view(const Analysis& a, const OutputOptions& o, const Style& st, std::string& out) {
-    auto cc = caller_callee(a, o.caller_callee, o.cost);
+void caller_callee_view(const OutputOptions& o, const Style& st, std::string& out) {
+    const CallerCallee* cc = o.caller_callee;
+    if (!cc) return;  // not worked out (OutputOptions): nothing to print
     out += '\n';
-    if (!cc) {
-        out += cc.error().message() + "\n";
-        return;
-    }
     out += st.title(fmt::format("== {}: callers and callees, by {} ==", cc->function, cost_name(o.cost)));
     out += '\n';
     out += costs_head();
@@ -363,7 +360,7 @@ std::string text_report(const Analysis& a, const OutputOptions& o) {
         case View::Functions: functions_view(a, o, st, out); break;
         case View::BottomUp: tree_view(a, o, true, st, out); break;
         case View::TopDown: tree_view(a, o, false, st, out); break;
-        case View::CallerCallee: caller_callee_view(a, o, st, out); break;
+        case View::CallerCallee: caller_callee_view(o, st, out); break;
         case View::Sites:
             section(a, Cost::Peak, "sites at the peak", o, st, out);
             section(a, Cost::Leaked,

@@ -268,7 +268,8 @@ TEST_CASE("report views: by function, bottom-up, top-down, caller/callee") {
                         "            3       300 B       100 B       100 B         0  alloc_node  (app)\n") != std::string::npos);
         CHECK(text.find("== sites at the peak ==") == std::string::npos);
         o.view = OutputOptions::View::CallerCallee;
-        o.caller_callee = "grow";
+        const CallerCallee grow = caller_callee(v.a, "grow", Cost::Allocated).value();
+        o.caller_callee = &grow;
         CHECK(text_report(v.a, o).find("  callers:\n"
                                        "            2     2.0 KiB      1000 B         0 B         2    parse  src/parse.c:41  (app)\n") !=
               std::string::npos);
