@@ -7,6 +7,7 @@
 #include <boost/json/serialize.hpp>
 
 #include "report/Functions.hpp"
+#include "report/Owners.hpp"
 
 namespace memtrack::report {
 namespace json = boost::json;
@@ -109,12 +110,7 @@ void view_json(const Analysis& a, const OutputOptions& o, json::object& out) {
 }
 
 json::object not_leaks_json(const Analysis& a, size_t limit) {
-    std::vector<const Site*> sites;
-    for (const Site& s : a.sites)
-        if (s.owner != Site::Owner::Program && s.live_blocks) sites.push_back(&s);
-    std::sort(sites.begin(), sites.end(), [](const Site* x, const Site* y) {
-        return x->live_bytes != y->live_bytes ? x->live_bytes > y->live_bytes : x->hash < y->hash;
-    });
+    const std::vector<const Site*> sites = not_leak_sites(a);
     json::array list;
     for (size_t i = 0; i < sites.size() && i < limit; ++i) {
         const Site& s = *sites[i];

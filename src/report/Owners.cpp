@@ -2,6 +2,7 @@
 
 #include <fnmatch.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <fstream>
 
@@ -104,6 +105,16 @@ void classify_owners(Analysis& a, const std::vector<std::string>& suppressions) 
         (runtime ? a.runtime_leaked_bytes : a.suppressed_leaked_bytes) += bytes;
         (runtime ? a.runtime_leaked_blocks : a.suppressed_leaked_blocks) += blocks;
     }
+}
+
+std::vector<const Site*> not_leak_sites(const Analysis& a) {
+    std::vector<const Site*> sites;
+    for (const Site& s : a.sites)
+        if (s.owner != Site::Owner::Program && s.live_blocks) sites.push_back(&s);
+    std::sort(sites.begin(), sites.end(), [](const Site* x, const Site* y) {
+        return x->live_bytes != y->live_bytes ? x->live_bytes > y->live_bytes : x->hash < y->hash;
+    });
+    return sites;
 }
 
 std::string leak_exclusions(const Analysis& a, std::string_view where) {

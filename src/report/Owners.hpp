@@ -31,6 +31,10 @@ const std::string* suppressed_by(const StackFrames& frames, const std::vector<st
 // sites out of leaked_* into runtime_leaked_* and suppressed_leaked_*.
 void classify_owners(Analysis& a, const std::vector<std::string>& suppressions);
 
+// The sites whose leaked blocks are not counted as leaks (runtime-owned, suppressed), most
+// bytes first (then by stack hash): what the printers list apart.
+std::vector<const Site*> not_leak_sites(const Analysis& a);
+
 // What the leak total leaves out, said beside it: "; not counted: 72704 B (71.0 KiB) in 1 block
 // the runtimes keep{where}, 40 B in 1 block suppressed"; "" when nothing is left out. `where`
 // says where they are listed (the text report's " (below)").

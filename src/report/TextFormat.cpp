@@ -246,12 +246,7 @@ void owned_section(const Analysis& a, const OutputOptions& o, const Style& st, s
     out += '\n';
     out += st.title("== not counted as leaks: kept by the runtimes, or suppressed ==");
     out += '\n';
-    std::vector<const Site*> sites;
-    for (const Site& s : a.sites)
-        if (s.owner != Site::Owner::Program && s.live_blocks) sites.push_back(&s);
-    std::sort(sites.begin(), sites.end(), [](const Site* x, const Site* y) {
-        return x->live_bytes != y->live_bytes ? x->live_bytes > y->live_bytes : x->hash < y->hash;
-    });
+    const std::vector<const Site*> sites = not_leak_sites(a);
     size_t i = 0;
     for (const Site* s : sites) {
         if (i == o.limit) {
