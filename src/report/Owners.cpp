@@ -118,7 +118,6 @@ std::vector<const Site*> not_leak_sites(const Analysis& a) {
 }
 
 std::string leak_exclusions(const Analysis& a, std::string_view where) {
-    const auto blocks = [](uint64_t n) { return fmt::format("{} {}", n, n == 1 ? "block" : "blocks"); };
     std::string out;
     if (a.runtime_leaked_blocks)
         out += fmt::format("; not counted: {} in {} the runtimes keep{}", bytes_and_human(a.runtime_leaked_bytes),

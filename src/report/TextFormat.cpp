@@ -20,10 +20,6 @@ struct Style {
     std::string function(std::string_view s) const { return on ? fmt::format("\033[36m{}\033[0m", s) : std::string(s); }
 };
 
-std::string blocks(uint64_t n, std::string_view one = "block", std::string_view many = "blocks") {
-    return fmt::format("{} {}", n, n == 1 ? one : many);
-}
-
 void frames_text(const Site& s, const Style& st, std::string& out) {
     if (!s.frames || s.frames->empty()) {
         out += fmt::format("      {}\n", unknown_stack_name(s));

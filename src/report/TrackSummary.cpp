@@ -11,7 +11,6 @@
 namespace memtrack::report {
 
 std::string track_summary(const Analysis& a, const std::string& artifact) {
-    const auto blocks = [](uint64_t n) { return fmt::format("{} {}", n, n == 1 ? "block" : "blocks"); };
     std::string s;
     s += fmt::format("memtrack: {} events from {} {} in {}\n", a.events, a.processes.size(),
                      a.processes.size() == 1 ? "process" : "processes", human_duration(span_ns(a)));

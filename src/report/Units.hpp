@@ -28,6 +28,10 @@ std::string bytes_and_human(T b) {
         return b < 1024 ? fmt::format("{} B", b) : fmt::format("{} B ({})", b, human_bytes(b));
     }
 }
+// "1 block", "3 blocks"; "1 call" with the words given.
+inline std::string blocks(uint64_t n, std::string_view one = "block", std::string_view many = "blocks") {
+    return fmt::format("{} {}", n, n == 1 ? one : many);
+}
 // "0.512 s", "15.3 ms", "120 us", "80 ns".
 std::string human_duration(uint64_t ns);
 
