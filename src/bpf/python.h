@@ -27,6 +27,12 @@
 #define MT_PY_ADDR_MASK ((1ULL << MT_PY_INDEX_SHIFT) - 1)
 #define MT_PY_MAX_FRAMES 64  /* Python frames one walk may add */
 #define MT_PY_MAX_THREADS 64 /* thread states searched for the allocating thread's */
+/*
+ * Bytes of a thread state or a frame the walk reads at once (a power of two): every field it
+ * takes from one, in one bpf_probe_read_user instead of one per field (a read costs about as
+ * much for 8 bytes as for 200).
+ */
+#define MT_PY_SPAN 256
 
 static inline __u64 mt_py_slot(__u64 code, __u64 index, int entry)
 {
@@ -75,7 +81,51 @@ struct mt_python_proc {
 	__s8 tramp_rbp8;
 	__u8 pad[3];
 	__u64 tramp_code[2]; /* its first tramp_call bytes, the rest 0 */
+	/*
+	 * What the walk reads of a thread state ([tstate_base, + tstate_span): next, thread_id and
+	 * the frame field) and of a frame ([frame_base, + frame_span): code, previous, instr and,
+	 * 3.11+, owner), each in one read. Set from the offsets above by mt_py_set_spans.
+	 */
+	__u16 tstate_base, tstate_span, frame_base, frame_span;
 };
+
+/* Widens [*lo, *hi) to hold the field of `size` bytes at `at`; false when `at` is not aligned to it. */
+static inline int mt_py_span_add(__u32 *lo, __u32 *hi, __u32 at, __u32 size)
+{
+	if (at < *lo)
+		*lo = at;
+	if (at + size > *hi)
+		*hi = at + size;
+	return at % size == 0;
+}
+
+/*
+ * Sets p's spans (tstate_*, frame_*) from its field offsets. False when a span does not fit
+ * MT_PY_SPAN or a field is not aligned to its size (the walk takes each from its span at the
+ * offset masked to that alignment): p is then not one the walk can follow. Spans start at an
+ * 8-byte field, so each field is as aligned in the read copy as in the interpreter's memory.
+ */
+static inline int mt_py_set_spans(struct mt_python_proc *p)
+{
+	__u32 lo = 0xffff, hi = 0;
+	int ok = mt_py_span_add(&lo, &hi, p->tstate_next, 8) & mt_py_span_add(&lo, &hi, p->tstate_thread, 8) &
+		 mt_py_span_add(&lo, &hi, p->tstate_frame, 8);
+	if (!ok || hi - lo > MT_PY_SPAN)
+		return 0;
+	p->tstate_base = lo;
+	p->tstate_span = hi - lo;
+	lo = 0xffff, hi = 0;
+	ok = mt_py_span_add(&lo, &hi, p->frame_code, 8) & mt_py_span_add(&lo, &hi, p->frame_previous, 8);
+	if (p->frames == MT_PY_FRAMES_310)
+		ok &= mt_py_span_add(&lo, &hi, p->frame_instr, 4); /* int f_lasti */
+	else
+		ok &= mt_py_span_add(&lo, &hi, p->frame_instr, 8) & mt_py_span_add(&lo, &hi, p->frame_owner, 1);
+	if (!ok || hi - lo > MT_PY_SPAN || lo % 8)
+		return 0;
+	p->frame_base = lo;
+	p->frame_span = hi - lo;
+	return 1;
+}
 
 /*
  * The `python_codes` map (memtrack.bpf.c): the code objects user space has read, each keyed by

@@ -35,22 +35,62 @@ static __always_inline __u64 py_read(__u64 addr)
 	return v;
 }
 
-/* This thread's PyThreadState, 0 when it has none (a thread the interpreter does not know). */
-static __always_inline __u64 py_thread_state(const struct mt_python_proc *p, struct task_struct *task)
+/*
+ * Reads [addr + base, + span) into v->py: every field the walk takes from a thread state or a
+ * frame (mt_python_proc.tstate_*, frame_*), in one read. span is 1..MT_PY_SPAN
+ * (mt_py_set_spans), masked where the verifier sees it.
+ */
+static __always_inline bool py_read_span(struct stack_scratch_value *v, __u64 addr, __u16 base, __u16 span)
+{
+	__u32 n = (span - 1) & (MT_PY_SPAN - 1);
+	barrier_var(n);
+	return bpf_probe_read_user(v->py, n + 1, (void *)(addr + base)) == 0;
+}
+
+/*
+ * The field at `at` bytes into the span read last, as aligned there as in the interpreter's
+ * memory (mt_py_set_spans checked it): the mask keeps it inside v->py for the verifier and
+ * changes no offset that passed that check.
+ */
+static __always_inline __u64 py_span_u64(const struct stack_scratch_value *v, __u32 at)
+{
+	return *(const __u64 *)((const char *)v->py + (at & (MT_PY_SPAN - 8)));
+}
+
+static __always_inline __s32 py_span_s32(const struct stack_scratch_value *v, __u32 at)
+{
+	return *(const __s32 *)((const char *)v->py + (at & (MT_PY_SPAN - 4)));
+}
+
+static __always_inline __u8 py_span_u8(const struct stack_scratch_value *v, __u32 at)
+{
+	return *((const __u8 *)v->py + (at & (MT_PY_SPAN - 1)));
+}
+
+/*
+ * This thread's PyThreadState, 0 when it has none (a thread the interpreter does not know); its
+ * span (tstate_*) is left in v->py.
+ */
+static __always_inline __u64 py_thread_state(struct stack_scratch_value *v, const struct mt_python_proc *p,
+					     struct task_struct *task)
 {
 	const __u64 self = BPF_CORE_READ(task, thread.fsbase);
+	const __u16 base = p->tstate_base, span = p->tstate_span;
+	const __u32 thread = p->tstate_thread - base;
 	__u64 *kept = bpf_task_storage_get(&python_threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (kept && *kept && py_read(*kept + p->tstate_thread) == self)
+	if (kept && *kept && py_read_span(v, *kept, base, span) && py_span_u64(v, thread) == self)
 		return *kept;
 	__u64 interp = py_read(p->runtime + p->interp_head);
 	__u64 t = interp ? py_read(interp + p->threads_head) : 0;
 	for (__u32 i = 0; i < MT_PY_MAX_THREADS && t; i++) {
-		if (py_read(t + p->tstate_thread) == self) {
+		if (!py_read_span(v, t, base, span))
+			return 0;
+		if (py_span_u64(v, thread) == self) {
 			if (kept)
 				*kept = t;
 			return t;
 		}
-		t = py_read(t + p->tstate_next);
+		t = py_span_u64(v, p->tstate_next - base);
 	}
 	return 0;
 }
@@ -85,9 +125,63 @@ static __always_inline bool python_trampoline_row(__u32 tgid, __u64 pc, struct m
 	return true;
 }
 
+/* The frame walk's state (bpf_loop's context): one frame a step. */
+struct py_frames {
+	struct stack_scratch_value *v;
+	__u64 frame;    /* the next frame to read, 0: none */
+	__u64 adaptive; /* mt_python_proc.code_adaptive */
+	__u32 kind;     /* mt_py_frames */
+	__u32 nr;       /* frames in v->rec.ips */
+	__u32 first;    /* the first Python one */
+	/* Where a frame's fields are in its span (frame_*): the span's start and length. */
+	__u32 code_at, previous_at, instr_at, owner_at;
+	__u16 base, span;
+};
+
+/*
+ * Frame w->frame: its slot appended, or (3.12+) the shim an eval call pushed noted on the slot
+ * before it; then its caller. 1 ends the walk. A bpf_loop step, so the verifier checks it once,
+ * not once a frame.
+ */
+static long py_frame_step(__u64 i, void *ctx)
+{
+	struct py_frames *w = ctx;
+	struct stack_scratch_value *v = w->v;
+	const __u32 nr = opaque(w->nr);
+	if (!v || !w->frame || nr >= MT_MAX_FRAMES || !py_read_span(v, w->frame, w->base, w->span))
+		return 1;
+	const __u64 code = py_span_u64(v, w->code_at);
+	w->frame = py_span_u64(v, w->previous_at);
+	const __u32 kind = w->kind;
+	__u64 index;
+	bool entry;
+	if (kind == MT_PY_FRAMES_310) {
+		const __s32 lasti = py_span_s32(v, w->instr_at);
+		index = lasti < 0 ? MT_PY_INDEX_MASK : (__u64)lasti;
+		entry = true;
+	} else {
+		const __u8 owner = py_span_u8(v, w->owner_at);
+		if (kind != MT_PY_FRAMES_311 && owner == MT_PY_OWNED_BY_CSTACK) {
+			/* The shim an eval call pushed: the frame before it was that call's outermost. */
+			if (nr > w->first)
+				v->rec.ips[(nr - 1) & MT_MAX_FRAMES] |= MT_PY_ENTRY;
+			return 0;
+		}
+		const __u64 instr = py_span_u64(v, w->instr_at), bytecode = code + w->adaptive;
+		index = instr >= bytecode ? (instr - bytecode) / 2 : MT_PY_INDEX_MASK;
+		entry = kind == MT_PY_FRAMES_311 && owner;
+	}
+	if (!code)
+		return 1;
+	/* Through the scratch value: a masked index past the record stays inside its spare frames. */
+	v->rec.ips[nr & MT_MAX_FRAMES] = mt_py_slot(code, index, entry);
+	w->nr = nr + 1;
+	return 0;
+}
+
 /*
  * Appends the Python frames of the current thread to v's nr native frames; returns the new
- * count. A global function: the verifier checks its loops once.
+ * count. A global function: the verifier checks it once, not at each caller.
  */
 __noinline __u32 python_walk(struct stack_scratch_value *v, __u32 nr, __u32 tgid)
 {
@@ -95,59 +189,31 @@ __noinline __u32 python_walk(struct stack_scratch_value *v, __u32 nr, __u32 tgid
 		return 0;
 	if (!python_frames)
 		return nr;
-	/* Through the scratch value: a masked index past the record stays inside its spare frames. */
-	struct mt_stack_record *s = &v->rec;
 	struct mt_python_proc *p = bpf_map_lookup_elem(&python_procs, &tgid);
 	if (!p)
 		return nr;
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 tstate = py_thread_state(p, task);
+	__u64 tstate = py_thread_state(v, p, task);
 	if (!tstate)
 		return nr;
-	const __u32 kind = p->frames;
-	__u64 frame = py_read(tstate + p->tstate_frame);
-	if ((kind == MT_PY_FRAMES_311 || kind == MT_PY_FRAMES_312) && frame)
-		frame = py_read(frame + p->cframe_current);
-	const __u32 first = nr;
-	for (__u32 i = 0; i < MT_PY_MAX_FRAMES && frame; i++) {
-		if (nr >= MT_MAX_FRAMES)
-			break;
-		__u64 code = py_read(frame + p->frame_code);
-		__u64 index;
-		bool entry;
-		if (kind == MT_PY_FRAMES_310) {
-			__s32 lasti = 0;
-			bpf_probe_read_user(&lasti, sizeof(lasti), (void *)(frame + p->frame_instr));
-			index = lasti < 0 ? MT_PY_INDEX_MASK : (__u64)lasti;
-			entry = true;
-		} else {
-			__u8 owner = 0;
-			bpf_probe_read_user(&owner, sizeof(owner), (void *)(frame + p->frame_owner));
-			if (kind != MT_PY_FRAMES_311 && owner == MT_PY_OWNED_BY_CSTACK) {
-				/* The shim an eval call pushed: the frame before it was that call's outermost. */
-				if (nr > first) {
-					__u32 last = nr - 1;
-					asm volatile("" : "+r"(last));
-					s->ips[last & MT_MAX_FRAMES] |= MT_PY_ENTRY;
-				}
-				frame = py_read(frame + p->frame_previous);
-				continue;
-			}
-			__u64 instr = py_read(frame + p->frame_instr);
-			__u64 base = code + p->code_adaptive;
-			index = instr >= base ? (instr - base) / 2 : MT_PY_INDEX_MASK;
-			entry = kind == MT_PY_FRAMES_311 && owner;
-		}
-		if (!code)
-			break;
-		/* Masked out of the compiler's sight: it knows nr < MT_MAX_FRAMES, the verifier may not. */
-		__u32 at = nr;
-		asm volatile("" : "+r"(at));
-		s->ips[at & MT_MAX_FRAMES] = mt_py_slot(code, index, entry);
-		nr++;
-		frame = py_read(frame + p->frame_previous);
-	}
-	return nr;
+	struct py_frames w = {
+		.v = v,
+		.frame = py_span_u64(v, p->tstate_frame - p->tstate_base),
+		.adaptive = p->code_adaptive,
+		.kind = p->frames,
+		.nr = nr,
+		.first = nr,
+		.code_at = p->frame_code - p->frame_base,
+		.previous_at = p->frame_previous - p->frame_base,
+		.instr_at = p->frame_instr - p->frame_base,
+		.owner_at = p->frame_owner - p->frame_base,
+		.base = p->frame_base,
+		.span = p->frame_span,
+	};
+	if ((w.kind == MT_PY_FRAMES_311 || w.kind == MT_PY_FRAMES_312) && w.frame)
+		w.frame = py_read(w.frame + p->cframe_current);
+	bpf_loop(MT_PY_MAX_FRAMES, py_frame_step, &w, 0);
+	return w.nr;
 }
 
 #endif

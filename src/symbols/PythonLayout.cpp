@@ -22,22 +22,22 @@ constexpr PythonLayout kLayouts[] = {
      {0, MT_PY_FRAMES_310, /*interp_head*/ 32, /*threads_head*/ 8, /*next*/ 8, /*thread_id*/ 176,
       /*frame*/ 24, /*cframe_current*/ 0, /*f_code*/ 32, /*f_back*/ 24, /*f_lasti*/ 96, /*owner*/ 0,
       /*adaptive*/ 0, /*code_*: proc_value*/ 0, 0, 0, 0,
-      /*perf trampoline: per file*/ 0, 0, 0, {}, {}},
+      /*perf trampoline: per file*/ 0, 0, 0, {}, {}, /*spans: proc_value*/ 0, 0, 0, 0},
      104, 112, 0, 40, 120, 48, 72, 56},
     {11,
      {0, MT_PY_FRAMES_311, 40, 16, 8, 152, /*cframe*/ 56, /*current_frame*/ 8, /*f_code*/ 32,
       /*previous*/ 48, /*prev_instr*/ 56, /*is_entry*/ 68, /*co_code_adaptive*/ 184, /*code_*: proc_value*/ 0, 0, 0, 0,
-      /*perf trampoline: per file*/ 0, 0, 0, {}, {}},
+      /*perf trampoline: per file*/ 0, 0, 0, {}, {}, /*spans: proc_value*/ 0, 0, 0, 0},
      112, 120, 128, 72, 136, 48, 72, 56},
     {12,
      {0, MT_PY_FRAMES_312, 40, 72, 8, 136, /*cframe*/ 56, /*current_frame*/ 0, /*f_code*/ 0,
       /*previous*/ 8, /*prev_instr*/ 56, /*owner*/ 70, /*co_code_adaptive*/ 192, /*code_*: proc_value*/ 0, 0, 0, 0,
-      /*perf trampoline: per file*/ 0, 0, 0, {}, {}},
+      /*perf trampoline: per file*/ 0, 0, 0, {}, {}, /*spans: proc_value*/ 0, 0, 0, 0},
      112, 120, 128, 68, 136, 40, 56, 48},
     {13,
      {0, MT_PY_FRAMES_313, 632, 7344, 8, 152, /*current_frame*/ 72, 0, /*f_executable*/ 0,
       /*previous*/ 8, /*instr_ptr*/ 56, /*owner*/ 70, /*co_code_adaptive*/ 200, /*code_*: proc_value*/ 0, 0, 0, 0,
-      /*perf trampoline: per file*/ 0, 0, 0, {}, {}},
+      /*perf trampoline: per file*/ 0, 0, 0, {}, {}, /*spans: proc_value*/ 0, 0, 0, 0},
      112, 120, 128, 68, 136, 40, 56, 48},
 };
 
@@ -82,7 +82,8 @@ std::optional<PythonLayout> python_layout_from_debug_offsets(const PythonLayout&
     set(l.co_linetable, 304);
     set(l.co_firstlineno, 312);
     set(l.walk.code_adaptive, 344);   // code_object.co_code_adaptive
-    if (!fits) return std::nullopt;
+    mt_python_proc spans = l.walk;
+    if (!fits || !mt_py_set_spans(&spans)) return std::nullopt;
     return l;
 }
 

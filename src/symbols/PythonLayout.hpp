@@ -25,13 +25,16 @@ struct PythonLayout {
     uint16_t co_shown_name() const { return co_qualname ? co_qualname : co_name; }
 
     // What the BPF walk is given (python_procs): `walk` with the code object's fields that tell
-    // one object from another (mt_python_proc.code_*) taken from co_*.
+    // one object from another (mt_python_proc.code_*) taken from co_*, and the spans it reads
+    // (mt_py_set_spans; every layout python_layout and python_layout_from_debug_offsets give
+    // has them).
     mt_python_proc proc_value() const {
         mt_python_proc p = walk;
         p.code_filename = co_filename;
         p.code_name = co_shown_name();
         p.code_linetable = co_linetable;
         p.code_firstlineno = co_firstlineno;
+        mt_py_set_spans(&p);
         return p;
     }
 };
@@ -44,7 +47,8 @@ const PythonLayout* python_layout(int minor);
 // starts. kPythonDebugOffsetsBytes of it, from its "xdebugpy" cookie to the code object's
 // co_code_adaptive, are what the walk and the names need. Returns `table` with every field
 // _Py_DebugOffsets gives replaced by its value; nullopt when `bytes` do not start with the
-// cookie, name another minor version, or give an offset past what a field can hold.
+// cookie, name another minor version, give an offset past what a field can hold, or fields
+// the walk cannot read in its spans (mt_py_set_spans).
 inline constexpr size_t kPythonDebugOffsetsBytes = 352;
 std::optional<PythonLayout> python_layout_from_debug_offsets(const PythonLayout& table, const unsigned char* bytes,
                                                              size_t size);

@@ -70,6 +70,38 @@ TEST_CASE("python: runtime files are named python3.N or libpython3.N") {
     CHECK(python_layout(9) == nullptr);  // not walked: no table for it
 }
 
+TEST_CASE("python: the walk reads each version's thread state and frame in one span") {
+    // [base, base + span): thread state from next (8) to the end of thread_id or the frame field;
+    // frame from its first field to the end of its last (3.10: f_back to f_lasti, an int; 3.11:
+    // f_code to is_entry; 3.12+: f_code to owner, one byte).
+    struct Want {
+        int minor;
+        uint16_t tstate_base, tstate_span, frame_base, frame_span;
+    };
+    for (const Want& w : {Want{10, 8, 176, 24, 76}, Want{11, 8, 152, 32, 37}, Want{12, 8, 136, 0, 71},
+                          Want{13, 8, 152, 0, 71}}) {
+        CAPTURE(w.minor);
+        const PythonLayout* l = python_layout(w.minor);
+        REQUIRE(l);
+        const mt_python_proc p = l->proc_value();
+        CHECK(p.tstate_base == w.tstate_base);
+        CHECK(p.tstate_span == w.tstate_span);
+        CHECK(p.frame_base == w.frame_base);
+        CHECK(p.frame_span == w.frame_span);
+    }
+    // Fields further apart than one read, or not aligned to their size, are not walked.
+    mt_python_proc far = python_layout(13)->walk;
+    far.tstate_thread = far.tstate_next + MT_PY_SPAN;
+    CHECK_FALSE(mt_py_set_spans(&far));
+    mt_python_proc odd = python_layout(12)->walk;
+    odd.frame_instr = 57;
+    CHECK_FALSE(mt_py_set_spans(&odd));
+    mt_python_proc fits = python_layout(12)->walk;
+    fits.frame_owner = MT_PY_SPAN - 1;  // a byte field at the span's last byte
+    CHECK(mt_py_set_spans(&fits));
+    CHECK(fits.frame_span == MT_PY_SPAN);
+}
+
 TEST_CASE("python: 3.13's _Py_DebugOffsets, read from _PyRuntime, agree with the table") {
     const PythonLayout* table = python_layout(13);
     REQUIRE(table);
@@ -124,6 +156,11 @@ TEST_CASE("python: 3.13's _Py_DebugOffsets, read from _PyRuntime, agree with the
     CHECK(read->co_firstlineno == table->co_firstlineno);
     // Another minor version's bytes are not taken for 3.13's.
     CHECK_FALSE(python_layout_from_debug_offsets(*python_layout(12), bytes.data(), bytes.size()));
+    // Nor offsets the walk cannot read in one span: thread_id (at 192) far from next.
+    std::vector<unsigned char> far = bytes;
+    const uint64_t thread_id = r.tstate_next + MT_PY_SPAN;
+    std::memcpy(far.data() + 192, &thread_id, sizeof(thread_id));
+    CHECK_FALSE(python_layout_from_debug_offsets(*table, far.data(), far.size()));
 }
 
 TEST_CASE("python: the perf trampoline's unwind rule, from its code") {
