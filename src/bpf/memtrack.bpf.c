@@ -513,7 +513,7 @@ __noinline int python_codes_known(struct stack_scratch_value *v, __u32 from, __u
 	 * process (a forked child) alive until the Symbolizer reads its mappings again.
 	 */
 	struct mt_python_proc *p = bpf_map_lookup_elem(&python_procs, &tgid);
-	if (!p || p->tramp_call)
+	if (!p || p->tramp.call)
 		return false;
 	struct mt_python_code_key key = {.tgid = tgid};
 	for (__u32 i = from; i < nr && i < MT_MAX_FRAMES; i++) {

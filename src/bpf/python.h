@@ -50,6 +50,22 @@ enum mt_py_frames {
 };
 #define MT_PY_OWNED_BY_CSTACK 3 /* _PyInterpreterFrame.owner of 3.12+'s shim frames */
 
+/*
+ * The perf trampoline (3.12+ under -X perf, or sys.activate_stack_trampoline): copies of
+ * _Py_trampoline_func_start in anonymous executable memory, one per code object, each calling
+ * the eval loop. They have no CFI, and no frame pointer in 3.12 and 3.13, so the walk takes its
+ * rule from here (python_walk.h: python_trampoline_row): at a return address with the
+ * trampoline's first `call` bytes before it, CFA = sp + cfa, the caller's rbp at CFA + 8 * rbp8
+ * (0: rbp unchanged). Per runtime file (symbols/PythonLayout: python_trampoline_rule).
+ */
+struct mt_python_trampoline {
+	__u8 call; /* bytes from the trampoline's start to its call's return address, <= 16; 0: none */
+	__u8 cfa;
+	__s8 rbp8;
+	__u8 pad[5];
+	__u64 code[2]; /* its first `call` bytes, the rest 0 */
+};
+
 /* Value of python_procs (key: tgid). Offsets in bytes. */
 struct mt_python_proc {
 	__u64 runtime;        /* address of _PyRuntime in the process */
@@ -69,24 +85,13 @@ struct mt_python_proc {
 	 * (mt_python_code); copied from PythonLayout's co_* (PythonLayout::proc_value). */
 	__u16 code_filename, code_name /* co_qualname (3.11+), co_name (3.10) */, code_linetable, code_firstlineno;
 	/*
-	 * The perf trampoline (3.12+ under -X perf, or sys.activate_stack_trampoline): copies of
-	 * _Py_trampoline_func_start in anonymous executable memory, one per code object, each
-	 * calling the eval loop. They have no CFI, and no frame pointer in 3.12 and 3.13, so the
-	 * walk takes its rule from here (python_walk.h: python_trampoline_row): at a return address
-	 * with the trampoline's first tramp_call bytes before it, CFA = sp + tramp_cfa, the
-	 * caller's rbp at CFA + 8 * tramp_rbp8 (0: rbp unchanged). tramp_call 0: no trampoline.
-	 */
-	__u8 tramp_call; /* bytes from the trampoline's start to its call's return address, <= 16 */
-	__u8 tramp_cfa;
-	__s8 tramp_rbp8;
-	__u8 pad[3];
-	__u64 tramp_code[2]; /* its first tramp_call bytes, the rest 0 */
-	/*
 	 * What the walk reads of a thread state ([tstate_base, + tstate_span): next, thread_id and
 	 * the frame field) and of a frame ([frame_base, + frame_span): code, previous, instr and,
 	 * 3.11+, owner), each in one read. Set from the offsets above by mt_py_set_spans.
 	 */
 	__u16 tstate_base, tstate_span, frame_base, frame_span;
+	__u16 pad[3];
+	struct mt_python_trampoline tramp; /* the runtime file's; call 0: none */
 };
 
 /* Widens [*lo, *hi) to hold the field of `size` bytes at `at`; false when `at` is not aligned to it. */

@@ -97,8 +97,8 @@ static __always_inline __u64 py_thread_state(struct stack_scratch_value *v, cons
 
 /*
  * The unwind rule at return address pc when the call before it is a CPython perf trampoline's
- * (python.h, mt_python_proc.tramp_*): anonymous code has no row, and the trampoline saves no frame
- * pointer to step by. A copy of the trampoline is known by its code: the tramp_call bytes before
+ * (python.h, mt_python_trampoline): anonymous code has no row, and the trampoline saves no frame
+ * pointer to step by. A copy of the trampoline is known by its code: the `call` bytes before
  * pc are the trampoline's first ones. Called by the CFI walk (cfi_walk.h: unwind_row_at) for a pc
  * no mapping covers; false for any other code.
  */
@@ -107,21 +107,21 @@ static __always_inline bool python_trampoline_row(__u32 tgid, __u64 pc, struct m
 	struct mt_python_proc *p = bpf_map_lookup_elem(&python_procs, &tgid);
 	if (!p)
 		return false;
-	if (p->tramp_call == 0 || p->tramp_call > sizeof(p->tramp_code))
+	if (p->tramp.call == 0 || p->tramp.call > sizeof(p->tramp.code))
 		return false;
 	/* 1..16, masked where the verifier sees it (the compiler's form of the check hides it). */
-	__u32 n = (p->tramp_call - 1) & (sizeof(p->tramp_code) - 1);
+	__u32 n = (p->tramp.call - 1) & (sizeof(p->tramp.code) - 1);
 	barrier_var(n);
 	n += 1;
 	__u64 code[2] = {};
 	if (bpf_probe_read_user(code, n, (void *)(pc - n)) != 0)
 		return false;
-	if (code[0] != p->tramp_code[0] || code[1] != p->tramp_code[1])
+	if (code[0] != p->tramp.code[0] || code[1] != p->tramp.code[1])
 		return false;
 	row->pc = 0;
-	row->cfa_off = p->tramp_cfa;
-	row->kind = mt_unwind_kind(MT_CFA_RSP, p->tramp_rbp8 ? MT_RBP_AT_CFA : MT_RBP_SAME);
-	row->rbp_off8 = p->tramp_rbp8;
+	row->cfa_off = p->tramp.cfa;
+	row->kind = mt_unwind_kind(MT_CFA_RSP, p->tramp.rbp8 ? MT_RBP_AT_CFA : MT_RBP_SAME);
+	row->rbp_off8 = p->tramp.rbp8;
 	return true;
 }
 

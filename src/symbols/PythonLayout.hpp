@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "bpf/python.h"
+#include "symbols/ProcessMaps.hpp"
 
 namespace memtrack {
 
@@ -54,12 +55,15 @@ std::optional<PythonLayout> python_layout_from_debug_offsets(const PythonLayout&
                                                              size_t size);
 // CPython's perf trampoline (Python/asm_trampoline.S; 3.12+ copies it for every code object
 // under -X perf) has no CFI: its unwind rule at the return address of its one call, from its
-// code (`code`, from _Py_trampoline_func_start to _Py_trampoline_func_end), into p.tramp_*.
+// code (`code`, from _Py_trampoline_func_start to _Py_trampoline_func_end), into t.
 // Knows the forms the x86-64 file has had: an optional endbr64, then `sub $N, %rsp` (3.12,
-// 3.13) or `push %rbp; mov %rsp, %rbp` (with frame pointers), then `call *%rcx`. False (p
+// 3.13) or `push %rbp; mov %rsp, %rbp` (with frame pointers), then `call *%rcx`. False (t
 // unchanged) for any other code: the walk then stops at a trampoline, as before.
-bool python_trampoline_rule(const unsigned char* code, size_t size, mt_python_proc& p);
+bool python_trampoline_rule(const unsigned char* code, size_t size, mt_python_trampoline& t);
 // The minor version of a CPython runtime file named `path`; nullopt when the name is not one.
 std::optional<int> python_minor_from_path(std::string_view path);
+// The layout of the CPython runtime `m` maps: an executable mapping of a file named as one
+// (python_minor_from_path) of a version memtrack walks; nullptr for any other mapping.
+const PythonLayout* python_runtime_layout(const Mapping& m);
 
 }  // namespace memtrack

@@ -166,25 +166,25 @@ TEST_CASE("python: 3.13's _Py_DebugOffsets, read from _PyRuntime, agree with the
 TEST_CASE("python: the perf trampoline's unwind rule, from its code") {
     // 3.12.1 and 3.13.0 (pyenv): sub $8,%rsp; call *%rcx; add $8,%rsp; ret
     const unsigned char plain[] = {0x48, 0x83, 0xec, 0x08, 0xff, 0xd1, 0x48, 0x83, 0xc4, 0x08, 0xc3};
-    mt_python_proc p{};
+    mt_python_trampoline p{};
     REQUIRE(python_trampoline_rule(plain, sizeof(plain), p));
-    CHECK(p.tramp_call == 6);
-    CHECK(p.tramp_cfa == 16);  // the return address into the trampoline's caller at sp + 8
-    CHECK(p.tramp_rbp8 == 0);
-    CHECK(std::memcmp(p.tramp_code, plain, 6) == 0);
-    CHECK(reinterpret_cast<const unsigned char*>(p.tramp_code)[6] == 0);
+    CHECK(p.call == 6);
+    CHECK(p.cfa == 16);  // the return address into the trampoline's caller at sp + 8
+    CHECK(p.rbp8 == 0);
+    CHECK(std::memcmp(p.code, plain, 6) == 0);
+    CHECK(reinterpret_cast<const unsigned char*>(p.code)[6] == 0);
     // Built for CET, with frame pointers: endbr64; push %rbp; mov %rsp,%rbp; call *%rcx; pop %rbp; ret
     const unsigned char framed[] = {0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x48, 0x89, 0xe5, 0xff, 0xd1, 0x5d, 0xc3};
-    mt_python_proc q{};
+    mt_python_trampoline q{};
     REQUIRE(python_trampoline_rule(framed, sizeof(framed), q));
-    CHECK(q.tramp_call == 10);
-    CHECK(q.tramp_cfa == 16);
-    CHECK(q.tramp_rbp8 == -2);  // rbp saved at CFA - 16
+    CHECK(q.call == 10);
+    CHECK(q.cfa == 16);
+    CHECK(q.rbp8 == -2);  // rbp saved at CFA - 16
     // Anything else is not taken: no rule rather than a wrong one.
     const unsigned char other[] = {0x48, 0x83, 0xec, 0x08, 0xff, 0xd0, 0xc3};  // call *%rax
-    mt_python_proc r{};
+    mt_python_trampoline r{};
     CHECK_FALSE(python_trampoline_rule(other, sizeof(other), r));
-    CHECK(r.tramp_call == 0);
+    CHECK(r.call == 0);
     CHECK_FALSE(python_trampoline_rule(plain, 5, r));  // cut before the call
     // pyenv's 3.12 where the machine has it: its file's trampoline is the plain one.
     const char* home = std::getenv("HOME");
@@ -202,10 +202,10 @@ TEST_CASE("python: the perf trampoline's unwind rule, from its code") {
     start->size = end->vaddr - start->vaddr;
     auto code = symbols->code(*start, 64);
     REQUIRE(code);
-    mt_python_proc f{};
+    mt_python_trampoline f{};
     REQUIRE(python_trampoline_rule(code->data(), code->size(), f));
-    CHECK(f.tramp_call == 6);
-    CHECK(f.tramp_cfa == 16);
+    CHECK(f.call == 6);
+    CHECK(f.cfa == 16);
 }
 
 namespace {
