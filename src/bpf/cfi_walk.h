@@ -142,6 +142,20 @@ struct walk_memory {
 MT_WALK_MAP(BPF_MAP_TYPE_PERCPU_ARRAY, walk_memory, __uint(max_entries, 1); __type(key, __u32);
 	    __type(value, struct walk_memory););
 
+/*
+ * Always 0, and the verifier cannot know it (user space could write .bss). The frame count
+ * passes through it (opaque): to the verifier it is then any value below the bound checked next,
+ * so the callback's states at successive frames are one state and its passes over the frame
+ * loop converge instead of following all MT_MAX_FRAMES frames.
+ */
+__u32 opaque_zero;
+
+static __always_inline __u32 opaque(__u32 v)
+{
+	__u32 zero = *(volatile __u32 *)&opaque_zero;
+	return (v ^ zero) ^ zero;
+}
+
 struct row_cache_entry {
 	__u64 pc;
 	__u32 tgid;

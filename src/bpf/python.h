@@ -33,6 +33,12 @@
  * much for 8 bytes as for 200).
  */
 #define MT_PY_SPAN 256
+/*
+ * Bytes the walk reads at a 3.11+ frame: the frame's span and what lies below it, where its
+ * callers' frames usually are (an eval call pushes a frame on the thread's data stack above its
+ * caller's), so that one read serves several frames. A power of two, >= MT_PY_SPAN + 8.
+ */
+#define MT_PY_WINDOW 512
 
 static inline __u64 mt_py_slot(__u64 code, __u64 index, int entry)
 {
@@ -90,7 +96,10 @@ struct mt_python_proc {
 	 * 3.11+, owner), each in one read. Set from the offsets above by mt_py_set_spans.
 	 */
 	__u16 tstate_base, tstate_span, frame_base, frame_span;
-	__u16 pad[3];
+	/* Bytes read at a frame, ending at its span's end rounded up to 8: MT_PY_WINDOW (3.11+), the
+	 * span (3.10, whose frames are objects of their own, anywhere in the heap). */
+	__u16 frame_read;
+	__u16 pad[2];
 	struct mt_python_trampoline tramp; /* the runtime file's; call 0: none */
 };
 
@@ -105,7 +114,7 @@ static inline int mt_py_span_add(__u32 *lo, __u32 *hi, __u32 at, __u32 size)
 }
 
 /*
- * Sets p's spans (tstate_*, frame_*) from its field offsets. False when a span does not fit
+ * Sets p's spans (tstate_*, frame_*, frame_read) from its field offsets. False when a span does not fit
  * MT_PY_SPAN or a field is not aligned to its size (the walk takes each from its span at the
  * offset masked to that alignment): p is then not one the walk can follow. Spans start at an
  * 8-byte field, so each field is as aligned in the read copy as in the interpreter's memory.
@@ -129,6 +138,7 @@ static inline int mt_py_set_spans(struct mt_python_proc *p)
 		return 0;
 	p->frame_base = lo;
 	p->frame_span = hi - lo;
+	p->frame_read = p->frames == MT_PY_FRAMES_310 ? (p->frame_span + 7) / 8 * 8 : MT_PY_WINDOW;
 	return 1;
 }
 

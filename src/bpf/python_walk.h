@@ -48,23 +48,23 @@ static __always_inline bool py_read_span(struct stack_scratch_value *v, __u64 ad
 }
 
 /*
- * The field at `at` bytes into the span read last, as aligned there as in the interpreter's
- * memory (mt_py_set_spans checked it): the mask keeps it inside v->py for the verifier and
- * changes no offset that passed that check.
+ * The field at `at` bytes into v->py, as aligned there as in the interpreter's memory (each read
+ * starts at an 8-byte boundary, and mt_py_set_spans checked the fields' alignment): the mask
+ * keeps it inside v->py for the verifier and changes no offset of a field read.
  */
 static __always_inline __u64 py_span_u64(const struct stack_scratch_value *v, __u32 at)
 {
-	return *(const __u64 *)((const char *)v->py + (at & (MT_PY_SPAN - 8)));
+	return *(const __u64 *)((const char *)v->py + (at & (MT_PY_WINDOW - 8)));
 }
 
 static __always_inline __s32 py_span_s32(const struct stack_scratch_value *v, __u32 at)
 {
-	return *(const __s32 *)((const char *)v->py + (at & (MT_PY_SPAN - 4)));
+	return *(const __s32 *)((const char *)v->py + (at & (MT_PY_WINDOW - 4)));
 }
 
 static __always_inline __u8 py_span_u8(const struct stack_scratch_value *v, __u32 at)
 {
-	return *((const __u8 *)v->py + (at & (MT_PY_SPAN - 1)));
+	return *((const __u8 *)v->py + (at & (MT_PY_WINDOW - 1)));
 }
 
 /*
@@ -130,44 +130,74 @@ struct py_frames {
 	struct stack_scratch_value *v;
 	__u64 frame;    /* the next frame to read, 0: none */
 	__u64 adaptive; /* mt_python_proc.code_adaptive */
-	__u32 kind;     /* mt_py_frames */
-	__u32 nr;       /* frames in v->rec.ips */
-	__u32 first;    /* the first Python one */
-	/* Where a frame's fields are in its span (frame_*): the span's start and length. */
+	/* The user memory v->py holds: [lo, hi), hi == lo when none. */
+	__u64 lo, hi;
+	__u32 kind;  /* mt_py_frames */
+	__u32 nr;    /* frames in v->rec.ips */
+	__u32 first; /* the first Python one */
+	/* Where a frame's fields are from its span's start; the span's start, length, and what is
+	 * read at a frame (frame_read). */
 	__u32 code_at, previous_at, instr_at, owner_at;
-	__u16 base, span;
+	__u16 base, span, read;
 };
+
+/*
+ * v->py from [end - bytes, end), bytes 8..MT_PY_WINDOW and a multiple of 8 (masked where the
+ * verifier sees it); false when that memory cannot be read.
+ */
+static __always_inline bool py_read_window(struct py_frames *w, __u64 end, __u32 bytes)
+{
+	__u32 n = (bytes - 1) & (MT_PY_WINDOW - 1);
+	barrier_var(n);
+	n += 1;
+	if (bpf_probe_read_user(w->v->py, n, (void *)(end - n)) != 0)
+		return false;
+	w->lo = end - n;
+	w->hi = end;
+	return true;
+}
 
 /*
  * Frame w->frame: its slot appended, or (3.12+) the shim an eval call pushed noted on the slot
  * before it; then its caller. 1 ends the walk. A bpf_loop step, so the verifier checks it once,
- * not once a frame.
+ * not once a frame. The frame's span is taken from the last read when that read held it (its
+ * callee's, 3.11+), else read with what lies below it for its callers: frame_read bytes in all,
+ * none below the page the span starts in (which may start a mapping: a read that faults costs
+ * more than the reads it would save).
  */
 static long py_frame_step(__u64 i, void *ctx)
 {
 	struct py_frames *w = ctx;
 	struct stack_scratch_value *v = w->v;
-	const __u32 nr = opaque(w->nr);
-	if (!v || !w->frame || nr >= MT_MAX_FRAMES || !py_read_span(v, w->frame, w->base, w->span))
+	const __u32 nr = w->nr;
+	if (!v || !w->frame || nr >= MT_MAX_FRAMES)
 		return 1;
-	const __u64 code = py_span_u64(v, w->code_at);
-	w->frame = py_span_u64(v, w->previous_at);
+	const __u64 lo = w->frame + w->base, end = (lo + w->span + 7) & ~7ULL;
+	if (lo < w->lo || end > w->hi) {
+		const __u64 page = lo & ~4095ULL;
+		if (!py_read_window(w, end, end - w->read >= page ? w->read : end - page))
+			return 1;
+	}
+	/* Below MT_PY_WINDOW: the span is inside the read. */
+	const __u32 at = lo - w->lo;
+	const __u64 code = py_span_u64(v, at + w->code_at);
+	w->frame = py_span_u64(v, at + w->previous_at);
 	const __u32 kind = w->kind;
 	__u64 index;
 	bool entry;
 	if (kind == MT_PY_FRAMES_310) {
-		const __s32 lasti = py_span_s32(v, w->instr_at);
+		const __s32 lasti = py_span_s32(v, at + w->instr_at);
 		index = lasti < 0 ? MT_PY_INDEX_MASK : (__u64)lasti;
 		entry = true;
 	} else {
-		const __u8 owner = py_span_u8(v, w->owner_at);
+		const __u8 owner = py_span_u8(v, at + w->owner_at);
 		if (kind != MT_PY_FRAMES_311 && owner == MT_PY_OWNED_BY_CSTACK) {
 			/* The shim an eval call pushed: the frame before it was that call's outermost. */
 			if (nr > w->first)
 				v->rec.ips[(nr - 1) & MT_MAX_FRAMES] |= MT_PY_ENTRY;
 			return 0;
 		}
-		const __u64 instr = py_span_u64(v, w->instr_at), bytecode = code + w->adaptive;
+		const __u64 instr = py_span_u64(v, at + w->instr_at), bytecode = code + w->adaptive;
 		index = instr >= bytecode ? (instr - bytecode) / 2 : MT_PY_INDEX_MASK;
 		entry = kind == MT_PY_FRAMES_311 && owner;
 	}
@@ -209,6 +239,7 @@ __noinline __u32 python_walk(struct stack_scratch_value *v, __u32 nr, __u32 tgid
 		.owner_at = p->frame_owner - p->frame_base,
 		.base = p->frame_base,
 		.span = p->frame_span,
+		.read = p->frame_read,
 	};
 	if ((w.kind == MT_PY_FRAMES_311 || w.kind == MT_PY_FRAMES_312) && w.frame)
 		w.frame = py_read(w.frame + p->cframe_current);

@@ -74,20 +74,6 @@ struct task_struct *bpf_get_current_task_btf(void);
 void *bpf_task_storage_get(struct mt_walk_map *map, struct task_struct *task, void *value, __u64 flags);
 #endif
 
-/*
- * Always 0, and the verifier cannot know it (user space could write .bss). A frame count
- * passes through it (opaque): to the verifier it is then any value below the bound checked next,
- * so a walk's states at successive frames are one state and its passes over the frame loop
- * converge instead of following all MT_MAX_FRAMES frames (cfi_walk.h, python_walk.h).
- */
-__u32 opaque_zero;
-
-static __always_inline __u32 opaque(__u32 v)
-{
-	__u32 zero = *(volatile __u32 *)&opaque_zero;
-	return (v ^ zero) ^ zero;
-}
-
 /* Counters (MT_COUNTER_*), per CPU, read and summed by user space. */
 MT_WALK_MAP(BPF_MAP_TYPE_PERCPU_ARRAY, counters, __uint(max_entries, MT_COUNTER_MAX); __type(key, __u32);
 	    __type(value, __u64););
@@ -119,8 +105,8 @@ static __always_inline void count(__u32 idx)
 struct stack_scratch_value {
 	struct mt_stack_record rec;
 	__u64 spare[MT_MAX_FRAMES + 1];
-	/* The Python walk's last read of a thread state or frame (python_walk.h: py_read_span). */
-	__u64 py[MT_PY_SPAN / 8];
+	/* The Python walk's last read of a thread state or of frames (python_walk.h). */
+	__u64 py[MT_PY_WINDOW / 8];
 };
 
 MT_WALK_MAP(BPF_MAP_TYPE_PERCPU_ARRAY, stack_scratch, __uint(max_entries, 1); __type(key, __u32);

@@ -43,8 +43,8 @@ struct mt_walk_map python_threads = {&python_thread_kept, sizeof(python_thread_k
 static struct mt_replay_region regions[MT_REPLAY_REGIONS];
 static __u32 region_count;
 /*
- * The words of successful reads of at most MT_PY_SPAN bytes (a field, or the Python walk's span
- * of a thread state or frame; not the stack's copies, which the walk notes itself), when logged
+ * The words of successful reads of at most MT_PY_WINDOW bytes (a field, or the Python walk's
+ * span of a thread state or its frames; not the stack's copies, which the walk notes itself), when logged
  * (mt_replay_log_reads). A stack copy that short logs its words too: kept, they change nothing.
  */
 static __u64 *read_log;
@@ -88,7 +88,7 @@ long bpf_probe_read_user(void *dst, __u32 size, const void *addr)
 		memcpy((char *)dst + (a - start), (const char *)r->words + (a - r->lo), n);
 		a += n;
 	}
-	if (read_log && size && size <= MT_PY_SPAN)
+	if (read_log && size && size <= MT_PY_WINDOW)
 		for (__u64 w = start & ~7ULL; w < start + size && read_log_count < read_log_cap; w += 8)
 			read_log[read_log_count++] = w;
 	return 0;
