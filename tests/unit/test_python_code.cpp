@@ -88,6 +88,8 @@ TEST_CASE("python: the walk reads each version's thread state and frame in one s
         CHECK(p.tstate_span == w.tstate_span);
         CHECK(p.frame_base == w.frame_base);
         CHECK(p.frame_span == w.frame_span);
+        // 3.11+ reads a frame with what lies below it (its callers); 3.10 its span, to 8 bytes.
+        CHECK(p.frame_read == (w.minor == 10 ? 80 : MT_PY_WINDOW));
     }
     // Fields further apart than one read, or not aligned to their size, are not walked.
     mt_python_proc far = python_layout(13)->walk;
