@@ -178,7 +178,7 @@ static long py_frame_step(__u64 i, void *ctx)
 		if (!py_read_window(w, end, end - w->read >= page ? w->read : end - page))
 			return 1;
 	}
-	/* Below MT_PY_WINDOW: the span is inside the read. */
+	/* The span is inside the read: at + span <= MT_PY_WINDOW. */
 	const __u32 at = lo - w->lo;
 	const __u64 code = py_span_u64(v, at + w->code_at);
 	w->frame = py_span_u64(v, at + w->previous_at);
