@@ -49,6 +49,8 @@ static __u32 region_count;
  */
 static __u64 *read_log;
 static __u32 read_log_cap, read_log_count;
+/* bpf_probe_read_user calls, and those of the last capture's Python walk. */
+static __u32 read_calls, python_reads;
 
 static __u64 current_tid;
 /* The thread's pending uretprobes (none unless mt_replay_returns gave some), innermost first. */
@@ -77,6 +79,7 @@ static const struct mt_replay_region *region_at(__u64 addr)
 long bpf_probe_read_user(void *dst, __u32 size, const void *addr)
 {
 	const __u64 start = (__u64)addr;
+	read_calls++;
 	/* Piece by piece: a read may span regions that touch (words captured one by one). */
 	for (__u64 a = start; a < start + size;) {
 		const struct mt_replay_region *r = region_at(a);
@@ -138,6 +141,7 @@ void mt_replay_reset(void)
 	region_count = 0;
 	read_log = NULL;
 	read_log_cap = read_log_count = 0;
+	read_calls = python_reads = 0;
 }
 
 void mt_replay_process(__u32 tgid, __u32 generation, const struct mt_unwind_mapping *maps, __u32 count,
@@ -200,9 +204,16 @@ __u32 mt_replay_capture(__u32 tid, __u64 pc, __u64 sp, __u64 bp, __u32 max, __u6
 	/* As capture_stack: native frames cut at max, then the interpreter's. */
 	if (nr > max)
 		nr = max;
+	const __u32 before = read_calls;
 	nr = python_walk(&stack_scratch_value, nr, unwind_procs.key);
+	python_reads = read_calls - before;
 	memcpy(ips, s->ips, nr * sizeof(ips[0]));
 	return nr;
+}
+
+__u32 mt_replay_python_reads(void)
+{
+	return python_reads;
 }
 
 __u64 mt_replay_counter(__u32 idx)
