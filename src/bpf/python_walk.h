@@ -193,8 +193,11 @@ static long py_frame_step(__u64 i, void *ctx)
 		const __u8 owner = py_span_u8(v, at + w->owner_at);
 		if (kind != MT_PY_FRAMES_311 && owner == MT_PY_OWNED_BY_CSTACK) {
 			/* The shim an eval call pushed: the frame before it was that call's outermost. */
-			if (nr > w->first)
-				v->rec.ips[(nr - 1) & MT_MAX_FRAMES] |= MT_PY_ENTRY;
+			if (nr > w->first) {
+				__u32 last = nr - 1;
+				barrier_var(last); /* masked below where the verifier sees it (see the slot's) */
+				v->rec.ips[last & MT_MAX_FRAMES] |= MT_PY_ENTRY;
+			}
 			return 0;
 		}
 		const __u64 instr = py_span_u64(v, at + w->instr_at), bytecode = code + w->adaptive;
@@ -203,8 +206,14 @@ static long py_frame_step(__u64 i, void *ctx)
 	}
 	if (!code)
 		return 1;
-	/* Through the scratch value: a masked index past the record stays inside its spare frames. */
-	v->rec.ips[nr & MT_MAX_FRAMES] = mt_py_slot(code, index, entry);
+	/*
+	 * Through the scratch value: a masked index past the record stays inside its spare frames.
+	 * Masked out of the compiler's sight: it knows nr < MT_MAX_FRAMES and drops the mask, and
+	 * 6.1's verifier does not carry that bound to the index (it refused the store).
+	 */
+	__u32 at_slot = nr;
+	barrier_var(at_slot);
+	v->rec.ips[at_slot & MT_MAX_FRAMES] = mt_py_slot(code, index, entry);
 	w->nr = nr + 1;
 	return 0;
 }
