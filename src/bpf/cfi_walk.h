@@ -733,7 +733,7 @@ static __always_inline void chain_keep(struct chain *c, struct walk_plan *plan, 
 	    bpf_probe_read_kernel(c->frames, (n & MT_MAX_FRAMES) * sizeof(c->frames[0]), t->frames) != 0)
 		return;
 	/* Hashed once here: each walk the chain answers gets the hash with the frames. */
-	c->hash = s->hash = stack_hash(s, n, plan->tgid);
+	c->hash = s->hash = stack_hash(s, 0, n, stack_seed(plan->tgid));
 	c->generation = plan->generation;
 }
 

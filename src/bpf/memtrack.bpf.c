@@ -513,7 +513,7 @@ __noinline int python_codes_known(struct stack_scratch_value *v, __u32 from, __u
 	 * process (a forked child) alive until the Symbolizer reads its mappings again.
 	 */
 	struct mt_python_proc *p = bpf_map_lookup_elem(&python_procs, &tgid);
-	if (!p || p->tramp_call)
+	if (!p || p->tramp.call)
 		return false;
 	struct mt_python_code_key key = {.tgid = tgid};
 	for (__u32 i = from; i < nr && i < MT_MAX_FRAMES; i++) {
@@ -570,19 +570,21 @@ __noinline __u64 capture_stack(struct pt_regs *ctx)
 		nr = max_frames;
 	/*
 	 * The interpreter's frames go after the native ones: a stack that differs only in them is
-	 * another stack (its own hash), which the kept chain, keyed by native frames, cannot know.
+	 * another stack (its hash goes on over them), which the kept chain, keyed by native frames,
+	 * cannot know.
 	 */
 	__u32 with_python = python_walk(v, nr, tgid);
 	const __u32 native_nr = nr;
 	bool python = with_python != nr;
 	if (python) {
 		nr = with_python;
-		s->hash = 0;
 		walk &= ~MT_WALK_KNOWN;
 	}
 	t = part_end(MT_COUNTER_PART_WALK_NS, t);
-	/* A walk answered by a kept chain, or kept as one, left its hash in s->hash. */
-	__u64 h = s->hash ? s->hash : stack_hash(s, nr, tgid);
+	/* A walk answered by a kept chain, or kept as one, left its native frames' hash in s->hash. */
+	__u64 h = s->hash ? s->hash : stack_hash(s, 0, native_nr, stack_seed(tgid));
+	if (python)
+		h = stack_hash(s, native_nr, nr, h);
 	count(MT_COUNTER_STACKS_CAPTURED);
 	if (walk & MT_WALK_KNOWN) {
 		count(MT_COUNTER_UNWIND_CHAINS_KNOWN);

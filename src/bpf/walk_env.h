@@ -10,6 +10,7 @@
 #ifndef MEMTRACK_WALK_ENV_H
 #define MEMTRACK_WALK_ENV_H
 
+#include "python.h"
 #include "record.h"
 
 #ifdef __bpf__
@@ -104,22 +105,33 @@ static __always_inline void count(__u32 idx)
 struct stack_scratch_value {
 	struct mt_stack_record rec;
 	__u64 spare[MT_MAX_FRAMES + 1];
+	/* The Python walk's last read of a thread state or of frames (python_walk.h). */
+	__u64 py[MT_PY_WINDOW / 8];
 };
 
 MT_WALK_MAP(BPF_MAP_TYPE_PERCPU_ARRAY, stack_scratch, __uint(max_entries, 1); __type(key, __u32);
 	    __type(value, struct stack_scratch_value););
 
+/* stack_hash's start for process tgid's stacks (addresses mean something per process). */
+static __always_inline __u64 stack_seed(__u32 tgid)
+{
+	return 0xcbf29ce484222325ULL ^ tgid;
+}
+
 /*
- * FNV-1a over s's first nr frames, seeded with the process (addresses mean something per
- * process); never 0. A global function: the verifier checks its loop once, not at each caller.
+ * FNV-1a over s's frames [from, nr), on from h: stack_seed for a whole stack, or the hash of
+ * its frames before `from` (a stack's Python frames go on from its native frames' hash, which a
+ * kept chain has); never 0. A global function: the verifier checks its loop once, not at each
+ * caller.
  */
-__noinline __u64 stack_hash(struct mt_stack_record *s, __u32 nr, __u32 tgid)
+__noinline __u64 stack_hash(struct mt_stack_record *s, __u32 from, __u32 nr, __u64 h)
 {
 	if (!s)
 		return 1;
-	__u64 h = 0xcbf29ce484222325ULL ^ tgid;
-	for (__u32 i = 0; i < MT_MAX_FRAMES; i++) {
-		if (i >= nr)
+	for (__u32 k = 0; k < MT_MAX_FRAMES; k++) {
+		__u32 i = from + k;
+		barrier_var(i); /* checked below where the verifier sees it, not walked as a pointer */
+		if (i >= nr || i >= MT_MAX_FRAMES)
 			break;
 		h = (h ^ s->ips[i]) * 0x100000001b3ULL;
 	}

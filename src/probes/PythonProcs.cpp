@@ -3,8 +3,6 @@
 #include <bpf/bpf.h>
 #include <sys/uio.h>
 
-#include <cstring>
-
 #include "bpf/python.h"
 #include "core/Log.hpp"
 #include "probes/ElfSymbols.hpp"
@@ -55,9 +53,7 @@ Result<void> PythonProcs::describe_added(pid_t pid, const std::vector<Mapping>& 
 
 Result<bool> PythonProcs::describe_from(pid_t pid, const std::vector<Mapping>& maps) {
     for (const Mapping& m : maps) {
-        if (!m.executable || m.anonymous()) continue;
-        const auto minor = python_minor_from_path(m.path);
-        const PythonLayout* layout = minor ? python_layout(*minor) : nullptr;
+        const PythonLayout* layout = python_runtime_layout(m);
         if (!layout) continue;
         auto file = files_.get(pid, m.path, m.dev, m.inode);
         if (!file) {
@@ -82,10 +78,7 @@ Result<bool> PythonProcs::describe_from(pid_t pid, const std::vector<Mapping>& m
         if (published && code_) code_->publish(m.dev, m.inode, *published);
         mt_python_proc p = published ? published->proc_value() : layout->proc_value();
         p.runtime = runtime;
-        p.tramp_call = rf.trampoline.tramp_call;
-        p.tramp_cfa = rf.trampoline.tramp_cfa;
-        p.tramp_rbp8 = rf.trampoline.tramp_rbp8;
-        std::memcpy(p.tramp_code, rf.trampoline.tramp_code, sizeof(p.tramp_code));
+        p.tramp = rf.trampoline;
         const uint32_t key = uint32_t(pid);
         if (::bpf_map_update_elem(procs_fd_, &key, &p, BPF_ANY) != 0) return errno_error("bpf_map_update_elem", "python_procs");
         log::info("python: process {} runs CPython 3.{} ({}), _PyRuntime at {:#x}, offsets from {}", pid, layout->minor,

@@ -37,10 +37,10 @@ public:
 
 private:
     // What the walk takes from a runtime file: _PyRuntime's vaddr (nullopt: the file does not
-    // define it) and its perf trampoline's rule (mt_python_proc.tramp_*; tramp_call 0: none).
+    // define it) and its perf trampoline's rule (call 0: none).
     struct RuntimeFile {
         std::optional<uint64_t> runtime;
-        mt_python_proc trampoline{};
+        mt_python_trampoline trampoline{};
     };
     // Describes pid by the first of `maps` that holds a CPython runtime memtrack walks; false: none.
     Result<bool> describe_from(pid_t pid, const std::vector<Mapping>& maps);

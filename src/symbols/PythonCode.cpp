@@ -137,13 +137,10 @@ uint32_t python_line(int minor, const std::string& t, int32_t first_line, uint64
 
 const PythonLayout* PythonCode::layout_of(const ProcessMaps& maps) const {
     for (const Mapping& m : maps.mappings()) {
-        if (!m.executable) continue;
-        if (auto minor = python_minor_from_path(m.path)) {
-            const PythonLayout* table = python_layout(*minor);
-            if (!table) continue;
-            auto it = published_.find({m.dev, m.inode});
-            return it != published_.end() && it->second.minor == table->minor ? &it->second : table;
-        }
+        const PythonLayout* table = python_runtime_layout(m);
+        if (!table) continue;
+        auto it = published_.find({m.dev, m.inode});
+        return it != published_.end() && it->second.minor == table->minor ? &it->second : table;
     }
     return nullptr;
 }

@@ -21,23 +21,23 @@ constexpr PythonLayout kLayouts[] = {
     {10,
      {0, MT_PY_FRAMES_310, /*interp_head*/ 32, /*threads_head*/ 8, /*next*/ 8, /*thread_id*/ 176,
       /*frame*/ 24, /*cframe_current*/ 0, /*f_code*/ 32, /*f_back*/ 24, /*f_lasti*/ 96, /*owner*/ 0,
-      /*adaptive*/ 0, /*code_*: proc_value*/ 0, 0, 0, 0,
-      /*perf trampoline: per file*/ 0, 0, 0, {}, {}},
+      /*adaptive*/ 0, /*code_*, spans: proc_value*/ 0, 0, 0, 0,
+      0, 0, 0, 0, /*frame_read: proc_value*/ 0, {}, /*perf trampoline: per file*/ {}},
      104, 112, 0, 40, 120, 48, 72, 56},
     {11,
      {0, MT_PY_FRAMES_311, 40, 16, 8, 152, /*cframe*/ 56, /*current_frame*/ 8, /*f_code*/ 32,
-      /*previous*/ 48, /*prev_instr*/ 56, /*is_entry*/ 68, /*co_code_adaptive*/ 184, /*code_*: proc_value*/ 0, 0, 0, 0,
-      /*perf trampoline: per file*/ 0, 0, 0, {}, {}},
+      /*previous*/ 48, /*prev_instr*/ 56, /*is_entry*/ 68, /*co_code_adaptive*/ 184, /*code_*, spans: proc_value*/ 0, 0, 0, 0,
+      0, 0, 0, 0, /*frame_read: proc_value*/ 0, {}, /*perf trampoline: per file*/ {}},
      112, 120, 128, 72, 136, 48, 72, 56},
     {12,
      {0, MT_PY_FRAMES_312, 40, 72, 8, 136, /*cframe*/ 56, /*current_frame*/ 0, /*f_code*/ 0,
-      /*previous*/ 8, /*prev_instr*/ 56, /*owner*/ 70, /*co_code_adaptive*/ 192, /*code_*: proc_value*/ 0, 0, 0, 0,
-      /*perf trampoline: per file*/ 0, 0, 0, {}, {}},
+      /*previous*/ 8, /*prev_instr*/ 56, /*owner*/ 70, /*co_code_adaptive*/ 192, /*code_*, spans: proc_value*/ 0, 0, 0, 0,
+      0, 0, 0, 0, /*frame_read: proc_value*/ 0, {}, /*perf trampoline: per file*/ {}},
      112, 120, 128, 68, 136, 40, 56, 48},
     {13,
      {0, MT_PY_FRAMES_313, 632, 7344, 8, 152, /*current_frame*/ 72, 0, /*f_executable*/ 0,
-      /*previous*/ 8, /*instr_ptr*/ 56, /*owner*/ 70, /*co_code_adaptive*/ 200, /*code_*: proc_value*/ 0, 0, 0, 0,
-      /*perf trampoline: per file*/ 0, 0, 0, {}, {}},
+      /*previous*/ 8, /*instr_ptr*/ 56, /*owner*/ 70, /*co_code_adaptive*/ 200, /*code_*, spans: proc_value*/ 0, 0, 0, 0,
+      0, 0, 0, 0, /*frame_read: proc_value*/ 0, {}, /*perf trampoline: per file*/ {}},
      112, 120, 128, 68, 136, 40, 56, 48},
 };
 
@@ -82,11 +82,12 @@ std::optional<PythonLayout> python_layout_from_debug_offsets(const PythonLayout&
     set(l.co_linetable, 304);
     set(l.co_firstlineno, 312);
     set(l.walk.code_adaptive, 344);   // code_object.co_code_adaptive
-    if (!fits) return std::nullopt;
+    mt_python_proc spans = l.walk;
+    if (!fits || !mt_py_set_spans(&spans)) return std::nullopt;
     return l;
 }
 
-bool python_trampoline_rule(const unsigned char* code, size_t size, mt_python_proc& p) {
+bool python_trampoline_rule(const unsigned char* code, size_t size, mt_python_trampoline& t) {
     size_t i = 0;
     auto take = [&](std::initializer_list<unsigned char> bytes) {
         if (i + bytes.size() > size || !std::equal(bytes.begin(), bytes.end(), code + i)) return false;
@@ -106,12 +107,12 @@ bool python_trampoline_rule(const unsigned char* code, size_t size, mt_python_pr
     } else {
         return false;
     }
-    if (!take({0xff, 0xd1}) || i > sizeof(p.tramp_code)) return false;  // call *%rcx
-    p.tramp_call = uint8_t(i);
-    p.tramp_cfa = uint8_t(pushed + 8);  // CFA: the stack pointer before the call into it
-    p.tramp_rbp8 = rbp8;
-    std::memset(p.tramp_code, 0, sizeof(p.tramp_code));
-    std::memcpy(p.tramp_code, code, i);
+    if (!take({0xff, 0xd1}) || i > sizeof(t.code)) return false;  // call *%rcx
+    t = {};
+    t.call = uint8_t(i);
+    t.cfa = uint8_t(pushed + 8);  // CFA: the stack pointer before the call into it
+    t.rbp8 = rbp8;
+    std::memcpy(t.code, code, i);
     return true;
 }
 
@@ -128,6 +129,12 @@ std::optional<int> python_minor_from_path(std::string_view path) {
     // python3.11, python3.11d, libpython3.11.so.1.0: nothing else after the number
     if (!rest.empty() && !rest.starts_with(".so") && rest != "d" && !rest.starts_with("d.so")) return std::nullopt;
     return minor;
+}
+
+const PythonLayout* python_runtime_layout(const Mapping& m) {
+    if (!m.executable || m.anonymous()) return nullptr;
+    const auto minor = python_minor_from_path(m.path);
+    return minor ? python_layout(*minor) : nullptr;
 }
 
 }  // namespace memtrack

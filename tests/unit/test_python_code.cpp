@@ -70,6 +70,40 @@ TEST_CASE("python: runtime files are named python3.N or libpython3.N") {
     CHECK(python_layout(9) == nullptr);  // not walked: no table for it
 }
 
+TEST_CASE("python: the walk reads each version's thread state and frame in one span") {
+    // [base, base + span): thread state from next (8) to the end of thread_id or the frame field;
+    // frame from its first field to the end of its last (3.10: f_back to f_lasti, an int; 3.11:
+    // f_code to is_entry; 3.12+: f_code to owner, one byte).
+    struct Want {
+        int minor;
+        uint16_t tstate_base, tstate_span, frame_base, frame_span;
+    };
+    for (const Want& w : {Want{10, 8, 176, 24, 76}, Want{11, 8, 152, 32, 37}, Want{12, 8, 136, 0, 71},
+                          Want{13, 8, 152, 0, 71}}) {
+        CAPTURE(w.minor);
+        const PythonLayout* l = python_layout(w.minor);
+        REQUIRE(l);
+        const mt_python_proc p = l->proc_value();
+        CHECK(p.tstate_base == w.tstate_base);
+        CHECK(p.tstate_span == w.tstate_span);
+        CHECK(p.frame_base == w.frame_base);
+        CHECK(p.frame_span == w.frame_span);
+        // 3.11+ reads a frame with what lies below it (its callers); 3.10 its span, to 8 bytes.
+        CHECK(p.frame_read == (w.minor == 10 ? 80 : MT_PY_WINDOW));
+    }
+    // Fields further apart than one read, or not aligned to their size, are not walked.
+    mt_python_proc far = python_layout(13)->walk;
+    far.tstate_thread = far.tstate_next + MT_PY_SPAN;
+    CHECK_FALSE(mt_py_set_spans(&far));
+    mt_python_proc odd = python_layout(12)->walk;
+    odd.frame_instr = 57;
+    CHECK_FALSE(mt_py_set_spans(&odd));
+    mt_python_proc fits = python_layout(12)->walk;
+    fits.frame_owner = MT_PY_SPAN - 1;  // a byte field at the span's last byte
+    CHECK(mt_py_set_spans(&fits));
+    CHECK(fits.frame_span == MT_PY_SPAN);
+}
+
 TEST_CASE("python: 3.13's _Py_DebugOffsets, read from _PyRuntime, agree with the table") {
     const PythonLayout* table = python_layout(13);
     REQUIRE(table);
@@ -124,30 +158,35 @@ TEST_CASE("python: 3.13's _Py_DebugOffsets, read from _PyRuntime, agree with the
     CHECK(read->co_firstlineno == table->co_firstlineno);
     // Another minor version's bytes are not taken for 3.13's.
     CHECK_FALSE(python_layout_from_debug_offsets(*python_layout(12), bytes.data(), bytes.size()));
+    // Nor offsets the walk cannot read in one span: thread_id (at 192) far from next.
+    std::vector<unsigned char> far = bytes;
+    const uint64_t thread_id = r.tstate_next + MT_PY_SPAN;
+    std::memcpy(far.data() + 192, &thread_id, sizeof(thread_id));
+    CHECK_FALSE(python_layout_from_debug_offsets(*table, far.data(), far.size()));
 }
 
 TEST_CASE("python: the perf trampoline's unwind rule, from its code") {
     // 3.12.1 and 3.13.0 (pyenv): sub $8,%rsp; call *%rcx; add $8,%rsp; ret
     const unsigned char plain[] = {0x48, 0x83, 0xec, 0x08, 0xff, 0xd1, 0x48, 0x83, 0xc4, 0x08, 0xc3};
-    mt_python_proc p{};
+    mt_python_trampoline p{};
     REQUIRE(python_trampoline_rule(plain, sizeof(plain), p));
-    CHECK(p.tramp_call == 6);
-    CHECK(p.tramp_cfa == 16);  // the return address into the trampoline's caller at sp + 8
-    CHECK(p.tramp_rbp8 == 0);
-    CHECK(std::memcmp(p.tramp_code, plain, 6) == 0);
-    CHECK(reinterpret_cast<const unsigned char*>(p.tramp_code)[6] == 0);
+    CHECK(p.call == 6);
+    CHECK(p.cfa == 16);  // the return address into the trampoline's caller at sp + 8
+    CHECK(p.rbp8 == 0);
+    CHECK(std::memcmp(p.code, plain, 6) == 0);
+    CHECK(reinterpret_cast<const unsigned char*>(p.code)[6] == 0);
     // Built for CET, with frame pointers: endbr64; push %rbp; mov %rsp,%rbp; call *%rcx; pop %rbp; ret
     const unsigned char framed[] = {0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x48, 0x89, 0xe5, 0xff, 0xd1, 0x5d, 0xc3};
-    mt_python_proc q{};
+    mt_python_trampoline q{};
     REQUIRE(python_trampoline_rule(framed, sizeof(framed), q));
-    CHECK(q.tramp_call == 10);
-    CHECK(q.tramp_cfa == 16);
-    CHECK(q.tramp_rbp8 == -2);  // rbp saved at CFA - 16
+    CHECK(q.call == 10);
+    CHECK(q.cfa == 16);
+    CHECK(q.rbp8 == -2);  // rbp saved at CFA - 16
     // Anything else is not taken: no rule rather than a wrong one.
     const unsigned char other[] = {0x48, 0x83, 0xec, 0x08, 0xff, 0xd0, 0xc3};  // call *%rax
-    mt_python_proc r{};
+    mt_python_trampoline r{};
     CHECK_FALSE(python_trampoline_rule(other, sizeof(other), r));
-    CHECK(r.tramp_call == 0);
+    CHECK(r.call == 0);
     CHECK_FALSE(python_trampoline_rule(plain, 5, r));  // cut before the call
     // pyenv's 3.12 where the machine has it: its file's trampoline is the plain one.
     const char* home = std::getenv("HOME");
@@ -165,10 +204,10 @@ TEST_CASE("python: the perf trampoline's unwind rule, from its code") {
     start->size = end->vaddr - start->vaddr;
     auto code = symbols->code(*start, 64);
     REQUIRE(code);
-    mt_python_proc f{};
+    mt_python_trampoline f{};
     REQUIRE(python_trampoline_rule(code->data(), code->size(), f));
-    CHECK(f.tramp_call == 6);
-    CHECK(f.tramp_cfa == 16);
+    CHECK(f.call == 6);
+    CHECK(f.cfa == 16);
 }
 
 namespace {

@@ -78,6 +78,10 @@ TEST_CASE("replay: python3's native frames are gdb's, its Python frames the scri
             names.push_back(name == c.code_names.end() ? "?" : name->second);
         }
         CHECK(names == std::vector<std::string>{"f", "g", "<module>"});
+        // Reads: the thread state (found from _PyRuntime's interpreter and its thread list the
+        // first time, 2 more), its cframe's current frame, and the three frames in one read (3.11
+        // stacked them on the data stack, f's caller below it).
+        CHECK(mt_replay_python_reads() == (pass == 0 ? 5u : 3u));
     }
 }
 

@@ -117,6 +117,7 @@ WalkCapture parse_capture(const std::string& text) {
                                 &p.cframe_current, &p.frame_code, &p.frame_previous, &p.frame_instr, &p.frame_owner,
                                 &p.code_adaptive})
                 *f = uint16_t(number(in, at));
+            if (!mt_py_set_spans(&p)) throw std::runtime_error(fmt::format("capture line {}: offsets the walk cannot read", at));
         } else if (key == "fsbase") {
             c.fsbase = number(in, at);
         } else if (key == "pyname") {

@@ -42,9 +42,15 @@ struct mt_walk_map python_threads = {&python_thread_kept, sizeof(python_thread_k
 #define MT_REPLAY_REGIONS 4096
 static struct mt_replay_region regions[MT_REPLAY_REGIONS];
 static __u32 region_count;
-/* The words of successful single reads (not the stack's copies), when logged (mt_replay_log_reads). */
+/*
+ * The words of successful reads of at most MT_PY_WINDOW bytes (a field, or the Python walk's
+ * span of a thread state or its frames; not the stack's copies, which the walk notes itself), when logged
+ * (mt_replay_log_reads). A stack copy that short logs its words too: kept, they change nothing.
+ */
 static __u64 *read_log;
 static __u32 read_log_cap, read_log_count;
+/* bpf_probe_read_user calls, and those of the last capture's Python walk. */
+static __u32 read_calls, python_reads;
 
 static __u64 current_tid;
 /* The thread's pending uretprobes (none unless mt_replay_returns gave some), innermost first. */
@@ -73,6 +79,7 @@ static const struct mt_replay_region *region_at(__u64 addr)
 long bpf_probe_read_user(void *dst, __u32 size, const void *addr)
 {
 	const __u64 start = (__u64)addr;
+	read_calls++;
 	/* Piece by piece: a read may span regions that touch (words captured one by one). */
 	for (__u64 a = start; a < start + size;) {
 		const struct mt_replay_region *r = region_at(a);
@@ -84,7 +91,7 @@ long bpf_probe_read_user(void *dst, __u32 size, const void *addr)
 		memcpy((char *)dst + (a - start), (const char *)r->words + (a - r->lo), n);
 		a += n;
 	}
-	if (read_log && size && size <= 8)
+	if (read_log && size && size <= MT_PY_WINDOW)
 		for (__u64 w = start & ~7ULL; w < start + size && read_log_count < read_log_cap; w += 8)
 			read_log[read_log_count++] = w;
 	return 0;
@@ -134,6 +141,7 @@ void mt_replay_reset(void)
 	region_count = 0;
 	read_log = NULL;
 	read_log_cap = read_log_count = 0;
+	read_calls = python_reads = 0;
 }
 
 void mt_replay_process(__u32 tgid, __u32 generation, const struct mt_unwind_mapping *maps, __u32 count,
@@ -196,9 +204,16 @@ __u32 mt_replay_capture(__u32 tid, __u64 pc, __u64 sp, __u64 bp, __u32 max, __u6
 	/* As capture_stack: native frames cut at max, then the interpreter's. */
 	if (nr > max)
 		nr = max;
+	const __u32 before = read_calls;
 	nr = python_walk(&stack_scratch_value, nr, unwind_procs.key);
+	python_reads = read_calls - before;
 	memcpy(ips, s->ips, nr * sizeof(ips[0]));
 	return nr;
+}
+
+__u32 mt_replay_python_reads(void)
+{
+	return python_reads;
 }
 
 __u64 mt_replay_counter(__u32 idx)

@@ -41,8 +41,8 @@ void mt_replay_python(const struct mt_python_proc *p, __u64 fsbase);
  */
 void mt_replay_returns(const __u64 *stack, const __u64 *orig, __u32 count);
 
-/* From now, the words of each successful user-memory read of at most 8 bytes (not the walk's
- * copies of the stack) go to log (up to capacity). */
+/* From now, the words of each successful user-memory read of at most MT_PY_WINDOW bytes (not
+ * the walk's copies of the stack) go to log (up to capacity). */
 void mt_replay_log_reads(__u64 *log, __u32 capacity);
 __u32 mt_replay_logged(void);
 
@@ -52,6 +52,9 @@ __u32 mt_replay_logged(void);
  * Python ones (python_walk), into ips.
  */
 __u32 mt_replay_capture(__u32 tid, __u64 pc, __u64 sp, __u64 bp, __u32 max, __u64 *ips);
+
+/* The user-memory reads (bpf_probe_read_user calls) the last capture's Python walk made. */
+__u32 mt_replay_python_reads(void);
 
 /* Counter idx (MT_COUNTER_*) since the reset. */
 __u64 mt_replay_counter(__u32 idx);

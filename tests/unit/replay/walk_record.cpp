@@ -63,7 +63,7 @@ int main(int argc, char** argv) try {
             if (const auto minor = python_minor_from_path(o.name)) layout = python_layout(*minor);
         if (!layout) throw std::runtime_error("_PyRuntime, but no CPython memtrack walks is mapped");
         const uint64_t runtime = whole.python.runtime;
-        whole.python = layout->walk;
+        whole.python = layout->proc_value();
         whole.python.runtime = runtime;
     }
     mt_replay_reset();
