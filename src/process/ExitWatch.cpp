@@ -10,6 +10,8 @@ namespace memtrack {
 ExitWatch::ExitWatch(const boost::asio::any_io_executor& executor, Fd pidfd, Counter* early)
     : descriptor_(executor, pidfd.release()), early_(early) {}
 
+ExitWatch::~ExitWatch() { cancel(); }
+
 void ExitWatch::async_wait(std::function<void()> exited) {
     exited_ = std::move(exited);
     arm();
@@ -24,7 +26,10 @@ void ExitWatch::cancel() {
 
 void ExitWatch::arm() {
     descriptor_.async_wait(boost::asio::posix::stream_descriptor::wait_read,
-                           [this](const boost::system::error_code& ec) { completed(ec); });
+                           [this, alive = std::weak_ptr<const bool>(alive_)](const boost::system::error_code& ec) {
+                               if (alive.expired()) return;  // destroyed: `this` is gone
+                               completed(ec);
+                           });
 }
 
 void ExitWatch::completed(const boost::system::error_code& ec) {

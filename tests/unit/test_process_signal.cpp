@@ -6,10 +6,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <future>
+#include <memory>
 #include <thread>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
 
 #include "core/Fd.hpp"
 #include "process/ExitWatch.hpp"
@@ -105,4 +111,39 @@ TEST_CASE("ExitWatch: nothing runs after cancel, though the process then exits")
     REQUIRE(::waitpid(child, &status, 0) == child);
     io.run_for(std::chrono::seconds(10));
     CHECK(exited == 0);
+}
+
+TEST_CASE("ExitWatch: an exit already queued on the strand when the watch is destroyed runs nothing") {
+    // What ProcessLinks::detach_all met: the process's exit completed and was queued on the strand
+    // behind the handler that destroys every watch. The old watch's queued completion then read the
+    // freed watch (`poll pidfd 82: Bad file descriptor`) and called its handler.
+    const auto [child, gate] = start_gated_child();
+    Fd pidfd = open_pidfd(child);
+    ::close(gate);
+    int status = 0;
+    REQUIRE(::waitid(P_PID, id_t(child), nullptr, WEXITED | WNOWAIT) == 0);  // exited, not reaped: readable
+
+    boost::asio::io_context io;
+    auto work = boost::asio::make_work_guard(io);
+    auto strand = boost::asio::make_strand(io);
+    std::atomic<int> exited{0};
+    auto watch = std::make_unique<ExitWatch>(strand, std::move(pidfd));
+    watch->async_wait([&] { ++exited; });
+    std::promise<void> destroyed;
+    // Holds the strand while the second thread's reactor completes the wait and queues it behind.
+    boost::asio::post(strand, [&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        watch.reset();
+        destroyed.set_value();
+    });
+    std::thread a([&] { io.run(); });
+    std::thread b([&] { io.run(); });
+    destroyed.get_future().wait();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the queued completion runs
+    work.reset();
+    io.stop();
+    a.join();
+    b.join();
+    CHECK(exited == 0);
+    REQUIRE(::waitpid(child, &status, 0) == child);
 }
