@@ -70,7 +70,8 @@ private:
     };
     // reopened: the registry's counters (null: standalone).
     static Result<std::shared_ptr<ObjectFile>> read(const std::string& path, Reopened* reopened);
-    static Result<std::shared_ptr<OpenObject>> open_handles(const std::string& path);
+    // build_id: where to put the file's GNU build-id (lowercase hex), read on the way; may be null.
+    static Result<std::shared_ptr<OpenObject>> open_handles(const std::string& path, std::string* build_id = nullptr);
     Result<std::shared_ptr<const OpenObject>> handles(std::atomic<uint64_t> Reopened::*counter) const;
 
     std::string path_;
