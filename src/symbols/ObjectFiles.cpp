@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <utility>
+
 #include "symbols/MappedObjects.hpp"
 
 namespace memtrack {
@@ -68,9 +70,9 @@ Result<std::shared_ptr<const OpenObject>> ObjectFile::handles(std::atomic<uint64
     return open_;
 }
 
-void ObjectFile::close() const {
+std::shared_ptr<const OpenObject> ObjectFile::close() const {
     std::lock_guard lock(mu_);
-    open_.reset();
+    return std::exchange(open_, nullptr);
 }
 
 Result<std::shared_ptr<const ObjectFile>> ObjectFiles::get(pid_t pid, const std::string& path, uint64_t dev,
@@ -92,10 +94,20 @@ Result<std::shared_ptr<const ObjectFile>> ObjectFiles::get(pid_t pid, const std:
     std::shared_ptr<const ObjectFile> f = std::move(opened).value();
     recent_.push_back(f);
     if (recent_.size() > kKeepOpen) {
-        recent_.front()->close();
+        if (released_.size() >= kKeepOpen) released_.clear();
+        if (auto handles = recent_.front()->close()) released_.push_back(std::move(handles));
         recent_.pop_front();
     }
     return files_.emplace(key, std::move(f)).first->second;
+}
+
+void ObjectFiles::close_released() {
+    std::vector<std::shared_ptr<const OpenObject>> closing;
+    {
+        std::lock_guard lock(mu_);
+        closing.swap(released_);
+    }
+    // Closed here, outside the lock: the stages may go on reading other files meanwhile.
 }
 
 ObjectFileCounters ObjectFiles::counters() const {
