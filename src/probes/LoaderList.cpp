@@ -44,7 +44,8 @@ struct Piece {
 // EFAULT or a short read (a word not mapped) is a value, `false`: the list cannot be followed
 // there.
 Result<bool> read_remote(pid_t pid, std::initializer_list<Piece> pieces) {
-    iovec local[4], remote[4];
+    iovec local[2], remote[2];
+    if (pieces.size() > std::size(local)) return Error{"process_vm_readv", std::to_string(pid), EINVAL, "too many pieces"};
     size_t n = 0, total = 0;
     for (const Piece& p : pieces) {
         local[n] = {p.out, p.size};

@@ -69,6 +69,10 @@ Result<bool> PidfdSignals::send(uint32_t pid, uint64_t start_boottime, int sig) 
         kept_.push_back({pid, start_boottime, std::move(opened).value()});
         if (kept_.size() > kKeep) kept_.pop_front();
         it = std::prev(kept_.end());
+    } else if (std::next(it) != kept_.end()) {
+        kept_.push_back(std::move(*it));  // signalled last: kept longest
+        kept_.erase(it);
+        it = std::prev(kept_.end());
     }
     auto sent = send_signal(it->pidfd.get(), int32_t(pid), sig);
     if (!sent || !*sent) kept_.erase(it);  // gone: its pidfd is of no more use
