@@ -424,6 +424,8 @@ void ProcessLinks::release_new_code(uint32_t pid, uint32_t source) {
                   "allocations are not recorded", pid);
     }
     holds_.release(pid, MT_HOLD_MODULE);
+    // Needed by nothing the process runs: after the release.
+    bpf_.object_files().close_released();
 }
 
 void ProcessLinks::on_exit(pid_t pid) {

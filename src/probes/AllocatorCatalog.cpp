@@ -169,10 +169,13 @@ const char* kind_name(AllocatorKind k) {
 
 bool allocates(AllocatorKind k) { return k != AllocatorKind::CxxOperators && k != AllocatorKind::Loader; }
 
-std::vector<std::string> catalog_symbol_names() {
-    std::vector<std::string> names;
-    for (const auto& fn : allocator_functions()) names.push_back(fn.symbol);
-    for (const char* marker : {"__libc_start_main", "gnu_get_libc_version", "_r_debug"}) names.emplace_back(marker);
+const std::unordered_set<std::string_view>& catalog_symbol_names() {
+    static const std::unordered_set<std::string_view> names = [] {
+        std::unordered_set<std::string_view> n;
+        for (const auto& fn : allocator_functions()) n.insert(fn.symbol);
+        for (const char* marker : {"__libc_start_main", "gnu_get_libc_version", "_r_debug"}) n.insert(marker);
+        return n;
+    }();
     return names;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 namespace memtrack {
@@ -39,8 +40,9 @@ const char* kind_name(AllocatorKind k);  // the stats key: "glibc", "jemalloc", 
 // True for the kinds that allocate (the C++ operators and the loader need one of them).
 bool allocates(AllocatorKind k);
 
-// Every name allocator_functions() has, plus the names classify() looks for.
-std::vector<std::string> catalog_symbol_names();
+// Every name allocator_functions() has, plus the names classify() looks for: built once, viewing
+// the table's names.
+const std::unordered_set<std::string_view>& catalog_symbol_names();
 std::vector<AllocatorKind> classify(const ElfSymbols& elf);
 
 // How many argument registers the BPF handler reads for a function (ProbePlacement keeps them).

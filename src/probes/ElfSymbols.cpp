@@ -11,8 +11,7 @@ namespace {
 
 // Adds the functions of `elf`'s symbol tables named in `want` (all when empty; labels without a
 // type too when named) that fall in `segments`, and the data objects named in `want`; a name already there keeps its first symbol.
-void add_functions(Elf* elf, const std::vector<LoadSegment>& segments,
-                   const std::unordered_set<std::string_view>& want, bool symtab_only,
+void add_functions(Elf* elf, const std::vector<LoadSegment>& segments, const SymbolNames& want, bool symtab_only,
                    std::unordered_map<std::string, FunctionSymbol>& out,
                    std::unordered_map<std::string, uint64_t>& objects) {
     Elf_Scn* scn = nullptr;
@@ -52,13 +51,13 @@ void add_functions(Elf* elf, const std::vector<LoadSegment>& segments,
 
 }  // namespace
 
-Result<ElfSymbols> ElfSymbols::load(const std::string& path, const std::vector<std::string>& wanted) {
+Result<ElfSymbols> ElfSymbols::load(const std::string& path, const SymbolNames& wanted) {
     auto file = ObjectFile::open(path);
     if (!file) return file.error();
     return load(std::move(file).value(), wanted);
 }
 
-Result<ElfSymbols> ElfSymbols::load(std::shared_ptr<const ObjectFile> file, const std::vector<std::string>& wanted) {
+Result<ElfSymbols> ElfSymbols::load(std::shared_ptr<const ObjectFile> file, const SymbolNames& want) {
     auto open = file->handles();
     if (!open) return open.error();
     std::vector<LoadSegment> segments;
@@ -67,7 +66,6 @@ Result<ElfSymbols> ElfSymbols::load(std::shared_ptr<const ObjectFile> file, cons
 
     ElfSymbols out;
     out.path_ = file->path();
-    const std::unordered_set<std::string_view> want(wanted.begin(), wanted.end());
     add_functions((*open)->file.elf.get(), segments, want, false, out.functions_, out.objects_);
     // Local symbols of a stripped file (glibc's internal functions) come from its separate debug
     // file, found by build-id as libdwfl finds it; the code stays the file's own.

@@ -6,6 +6,8 @@
 
 #include <bpf/bpf.h>
 
+#include <algorithm>
+#include <iterator>
 #include <unordered_set>
 #include <utility>
 
@@ -57,7 +59,24 @@ std::optional<mt_held> HoldMaps::entry(uint32_t pid) const {
 }
 
 Result<bool> PidfdSignals::send(uint32_t pid, uint64_t start_boottime, int sig) {
-    return signal_same_process(int32_t(pid), start_boottime, sig);
+    std::lock_guard lock(mu_);
+    auto it = std::find_if(kept_.begin(), kept_.end(),
+                           [&](const Kept& k) { return k.pid == pid && k.start_boottime == start_boottime; });
+    if (it == kept_.end()) {
+        auto opened = open_same_process(int32_t(pid), start_boottime);
+        if (!opened) return opened.error();
+        if (!opened->valid()) return false;  // gone or reused: nothing to signal
+        kept_.push_back({pid, start_boottime, std::move(opened).value()});
+        if (kept_.size() > kKeep) kept_.pop_front();
+        it = std::prev(kept_.end());
+    } else if (std::next(it) != kept_.end()) {
+        kept_.push_back(std::move(*it));  // signalled last: kept longest
+        kept_.erase(it);
+        it = std::prev(kept_.end());
+    }
+    auto sent = send_signal(it->pidfd.get(), int32_t(pid), sig);
+    if (!sent || !*sent) kept_.erase(it);  // gone: its pidfd is of no more use
+    return sent;
 }
 
 }  // namespace memtrack

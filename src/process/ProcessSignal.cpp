@@ -61,12 +61,8 @@ Result<bool> pidfd_exited(int pidfd) {
     return n > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR)) != 0;
 }
 
-Result<bool> signal_same_process(int32_t pid, uint64_t start_boottime_ns, int sig) {
-    auto opened = open_same_process(pid, start_boottime_ns);
-    if (!opened) return opened.error();
-    const Fd pidfd = std::move(opened).value();
-    if (!pidfd.valid()) return false;  // gone or reused: nothing to signal
-    if (::syscall(SYS_pidfd_send_signal, pidfd.get(), sig, nullptr, 0) != 0) {
+Result<bool> send_signal(int pidfd, int32_t pid, int sig) {
+    if (::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0) != 0) {
         if (errno == ESRCH) return false;
         return errno_error(sig == SIGCONT ? "pidfd_send_signal SIGCONT" : "pidfd_send_signal", std::to_string(pid));
     }

@@ -21,7 +21,7 @@ Result<Fd> open_same_process(int32_t pid, uint64_t start_boottime_ns);
 // empty). A wait on a pidfd that completed is no proof of that (ProcessLinks::on_exit).
 Result<bool> pidfd_exited(int pidfd);
 
-// `sig` to pid if it is still that process. false: gone or reused, nothing sent.
-Result<bool> signal_same_process(int32_t pid, uint64_t start_boottime_ns, int sig);
+// `sig` through pidfd (of process pid, named in errors). false: the process is gone.
+Result<bool> send_signal(int pidfd, int32_t pid, int sig);
 
 }  // namespace memtrack

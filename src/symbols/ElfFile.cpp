@@ -42,8 +42,15 @@ Result<std::vector<LoadSegment>> load_segments(Elf* elf, const std::string& path
 std::string gnu_build_id(Elf* elf) {
     const void* bits = nullptr;
     const ssize_t len = dwelf_elf_gnu_build_id(elf, &bits);
+    // Read for every new object in the hold that found it: a format call per byte was ~3 us.
+    static constexpr char kDigits[] = "0123456789abcdef";
     std::string hex;
-    for (ssize_t i = 0; i < len; ++i) hex += fmt::format("{:02x}", static_cast<const unsigned char*>(bits)[i]);
+    hex.reserve(len > 0 ? size_t(len) * 2 : 0);
+    for (ssize_t i = 0; i < len; ++i) {
+        const unsigned char b = static_cast<const unsigned char*>(bits)[i];
+        hex += kDigits[b >> 4];
+        hex += kDigits[b & 0xf];
+    }
     return hex;
 }
 

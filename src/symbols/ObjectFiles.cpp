@@ -2,18 +2,21 @@
 
 #include <sys/stat.h>
 
+#include <utility>
+
 #include "symbols/MappedObjects.hpp"
 
 namespace memtrack {
 
-Result<std::shared_ptr<OpenObject>> ObjectFile::open_handles(const std::string& path) {
+Result<std::shared_ptr<OpenObject>> ObjectFile::open_handles(const std::string& path, std::string* build_id) {
     auto file = open_elf(path);
     if (!file) return file.error();
     auto o = std::make_shared<OpenObject>();
     o->file = std::move(file).value();
+    const std::string id = gnu_build_id(o->file.elf.get());
     // Read by the probes' symbols (its .symtab) and by the unwind table (its .debug_frame): opened
     // with the file, at most once. Absent (the usual case): one failed stat.
-    const std::string debug = debug_file_path(gnu_build_id(o->file.elf.get()));
+    const std::string debug = debug_file_path(id);
     struct stat st {};
     if (!debug.empty() && ::stat(debug.c_str(), &st) == 0) {
         if (auto d = open_elf(debug)) {
@@ -21,6 +24,7 @@ Result<std::shared_ptr<OpenObject>> ObjectFile::open_handles(const std::string& 
             o->debug_path = debug;
         }
     }
+    if (build_id) *build_id = id;
     return o;
 }
 
@@ -31,13 +35,12 @@ Result<std::shared_ptr<const ObjectFile>> ObjectFile::open(const std::string& pa
 }
 
 Result<std::shared_ptr<ObjectFile>> ObjectFile::read(const std::string& path, Reopened* reopened) {
-    auto handles = open_handles(path);
-    if (!handles) return handles.error();
     std::shared_ptr<ObjectFile> f(new ObjectFile);
+    auto handles = open_handles(path, &f->build_id_);
+    if (!handles) return handles.error();
     f->path_ = path;
     Elf* elf = (*handles)->file.elf.get();
     if (::fstat((*handles)->file.fd.get(), &f->st_) != 0) return errno_error("stat", path);
-    f->build_id_ = gnu_build_id(elf);
     auto segments = load_segments(elf, path);
     if (!segments) return segments.error();
     f->segments_ = std::move(segments).value();
@@ -67,9 +70,9 @@ Result<std::shared_ptr<const OpenObject>> ObjectFile::handles(std::atomic<uint64
     return open_;
 }
 
-void ObjectFile::close() const {
+std::shared_ptr<const OpenObject> ObjectFile::close() const {
     std::lock_guard lock(mu_);
-    open_.reset();
+    return std::exchange(open_, nullptr);
 }
 
 Result<std::shared_ptr<const ObjectFile>> ObjectFiles::get(pid_t pid, const std::string& path, uint64_t dev,
@@ -78,7 +81,8 @@ Result<std::shared_ptr<const ObjectFile>> ObjectFiles::get(pid_t pid, const std:
     ++counters_.lookups;
     const Key key{dev, ino};
     if (auto it = files_.find(key); it != files_.end()) return it->second;
-    const std::string openable = openable_path(pid, path, dev, ino);
+    // Memtrack's own view (pid 0) needs no other path: the identity is checked below anyway.
+    const std::string openable = pid ? openable_path(pid, path, dev, ino) : path;
     auto opened = ObjectFile::read(openable, &reopened_);
     if (opened && (uint64_t((*opened)->stat().st_dev) != dev || uint64_t((*opened)->stat().st_ino) != ino))
         opened = Error{"open", openable, ESTALE, "not the file the process maps"};
@@ -90,10 +94,20 @@ Result<std::shared_ptr<const ObjectFile>> ObjectFiles::get(pid_t pid, const std:
     std::shared_ptr<const ObjectFile> f = std::move(opened).value();
     recent_.push_back(f);
     if (recent_.size() > kKeepOpen) {
-        recent_.front()->close();
+        if (released_.size() >= kKeepOpen) released_.clear();
+        if (auto handles = recent_.front()->close()) released_.push_back(std::move(handles));
         recent_.pop_front();
     }
     return files_.emplace(key, std::move(f)).first->second;
+}
+
+void ObjectFiles::close_released() {
+    std::vector<std::shared_ptr<const OpenObject>> closing;
+    {
+        std::lock_guard lock(mu_);
+        closing.swap(released_);
+    }
+    // Closed here, outside the lock: the stages may go on reading other files meanwhile.
 }
 
 ObjectFileCounters ObjectFiles::counters() const {

@@ -60,8 +60,8 @@ public:
     // The same for the symbolizer, which reads a file when the first stack in it arrives, maybe
     // after 64 newer files closed its handles: its reopenings are counted apart.
     Result<std::shared_ptr<const OpenObject>> handles_for_symbols() const;
-    // The handles are dropped once no stage holds them (kept facts stay).
-    void close() const;
+    // Gives up this file's handles (kept facts stay): they close once no stage holds them.
+    std::shared_ptr<const OpenObject> close() const;
 
 private:
     ObjectFile() = default;
@@ -70,7 +70,8 @@ private:
     };
     // reopened: the registry's counters (null: standalone).
     static Result<std::shared_ptr<ObjectFile>> read(const std::string& path, Reopened* reopened);
-    static Result<std::shared_ptr<OpenObject>> open_handles(const std::string& path);
+    // build_id: where to put the file's GNU build-id (lowercase hex), read on the way; may be null.
+    static Result<std::shared_ptr<OpenObject>> open_handles(const std::string& path, std::string* build_id = nullptr);
     Result<std::shared_ptr<const OpenObject>> handles(std::atomic<uint64_t> Reopened::*counter) const;
 
     std::string path_;
@@ -100,6 +101,10 @@ public:
     // opened through openable_path() the first time. A file that cannot be read gives the same
     // error each time, read once.
     Result<std::shared_ptr<const ObjectFile>> get(pid_t pid, const std::string& path, uint64_t dev, uint64_t ino);
+    // Closes the handles get() let go of since the last call (libelf's end, unmapping, closing:
+    // ~7 us a file). A hold calls it once its process runs again, so that work is not in the
+    // hold; get() closes them itself past kKeepOpen waiting, for callers that never do.
+    void close_released();
     ObjectFileCounters counters() const;
 
 private:
@@ -107,6 +112,7 @@ private:
     mutable std::mutex mu_;  // guards files_, recent_ and the counters but reopened_
     std::map<Key, Result<std::shared_ptr<const ObjectFile>>> files_;
     std::deque<std::shared_ptr<const ObjectFile>> recent_;  // with open handles, oldest first
+    std::vector<std::shared_ptr<const OpenObject>> released_;  // handles of files out of recent_, to close
     ObjectFileCounters counters_;
     ObjectFile::Reopened reopened_;
 };

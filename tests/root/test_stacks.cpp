@@ -29,6 +29,7 @@
 #include <boost/json.hpp>
 
 #include "Events.hpp"
+#include "bpf/unwind.h"
 #include "fixture_sizes.h"
 #include "stack_sizes.h"
 
@@ -486,6 +487,18 @@ TEST_CASE("stacks: hundreds of dlopens, each new object examined once and its co
     CHECK(stats_u64(t.result.stats, "symbolizer_maps_full_reads") == 1);
     CHECK(stats_u64(t.result.stats, "symbolizer_maps_added_reads") == n + 1);
     CHECK(stats_u64(t.result.stats, "stacks_cut_outside_code") == 0);
+    // The unwind description has room for MT_UNWIND_MAPPINGS mappings (one per file here): the
+    // later libraries are left out (walked by frame pointer), and a dlopen whose library is left
+    // out leaves the description as it was, not written again. Written at the exec, at the
+    // loader's first hook, and at each dlopen whose library fit.
+    const json::object stats = stats_object(t);
+    const json::value* unwind = stats.if_contains("unwind");
+    REQUIRE(unwind != nullptr);
+    REQUIRE(unwind->is_object());
+    REQUIRE(mapped > MT_UNWIND_MAPPINGS);
+    const uint64_t left_out = mapped - MT_UNWIND_MAPPINGS;
+    CHECK(need_u64(unwind->get_object(), "mappings_left_out", "unwind") == left_out);
+    CHECK(need_u64(unwind->get_object(), "processes_described", "unwind") == 2 + n - left_out);
     // The allocation is the constructor's, in code mapped by that dlopen.
     const std::vector<Resolved> resolved = with_size(dump_resolved(t.result.artifact), FX_MANY_LIB_ALLOC);
     REQUIRE(resolved.size() == n);

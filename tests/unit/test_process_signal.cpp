@@ -1,5 +1,6 @@
 // pidfd_exited (process/ProcessSignal) and ExitWatch (process/ExitWatch), which makes that check
-// before it says a process ended, since a completed wait on its pidfd is no proof that it did.
+// before it says a process ended, since a completed wait on its pidfd is no proof that it did;
+// PidfdSignals' kept pidfds (process/HoldMaps).
 #include <doctest/doctest.h>
 
 #include <sys/syscall.h>
@@ -10,6 +11,10 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <csignal>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -19,6 +24,7 @@
 
 #include "core/Fd.hpp"
 #include "process/ExitWatch.hpp"
+#include "process/HoldMaps.hpp"
 #include "process/ProcessSignal.hpp"
 
 using namespace memtrack;
@@ -146,4 +152,61 @@ TEST_CASE("ExitWatch: an exit already queued on the strand when the watch is des
     b.join();
     CHECK(exited == 0);
     REQUIRE(::waitpid(child, &status, 0) == child);
+}
+
+namespace {
+
+// The start time BPF would give the process (task->start_boottime), from its /proc/PID/stat ticks.
+uint64_t start_boottime_of(pid_t pid) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    REQUIRE(std::getline(f, line));
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    std::string field;
+    for (int i = 3; i <= 22; ++i) REQUIRE(bool(rest >> field));
+    return std::stoull(field) * (1000000000ull / uint64_t(::sysconf(_SC_CLK_TCK)));
+}
+
+// The process's state letter (T: stopped).
+char state_of(pid_t pid) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    REQUIRE(std::getline(f, line));
+    return line.at(line.rfind(')') + 2);
+}
+
+}  // namespace
+
+TEST_CASE("PidfdSignals: a kept pidfd signals its process, never another start time, and nothing once it is gone") {
+    const auto [child, gate] = start_gated_child();
+    const uint64_t start = start_boottime_of(child);
+    PidfdSignals signals;
+    // Another start time under the same pid: a reused pid, never signalled.
+    auto other = signals.send(uint32_t(child), start + 10'000'000'000ull, SIGSTOP);
+    REQUIRE(other);
+    CHECK_FALSE(*other);
+    int status = 0;
+    for (int round = 0; round < 2; ++round) {  // the first opens and checks, the second uses the kept pidfd
+        auto stopped = signals.send(uint32_t(child), start, SIGSTOP);
+        REQUIRE(stopped);
+        CHECK(*stopped);
+        REQUIRE(::waitpid(child, &status, WUNTRACED) == child);
+        CHECK(bool(WIFSTOPPED(status)));
+        CHECK(state_of(child) == 'T');
+        auto resumed = signals.send(uint32_t(child), start, SIGCONT);
+        REQUIRE(resumed);
+        CHECK(*resumed);
+        REQUIRE(::waitpid(child, &status, WCONTINUED) == child);
+        CHECK(bool(WIFCONTINUED(status)));
+    }
+    // Still kept for the right start time only.
+    other = signals.send(uint32_t(child), start + 10'000'000'000ull, SIGSTOP);
+    REQUIRE(other);
+    CHECK_FALSE(*other);
+    ::close(gate);
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    // Reaped: the kept pidfd names a process that no longer exists, whatever holds its pid now.
+    auto gone = signals.send(uint32_t(child), start, SIGCONT);
+    REQUIRE(gone);
+    CHECK_FALSE(*gone);
 }
