@@ -8,6 +8,13 @@
  *   sigcont-children C N K       forks C children one after another, each allocating
  *                                FX_LIFE_CHILD N times; the parent sends each child K SIGCONTs
  *                                right after its fork (as shells and supervisors do)
+ *   sigcont-exec C PROGRAM ARGS...  forks C children one after another, each execv()ing
+ *                                PROGRAM; the parent sends each child SIGCONTs without pause
+ *                                until it has exited (its new-process pause, its new image's
+ *                                pause and its run all get them)
+ *   sigcont-busy N               forks one child allocating FX_LIFE_CHILD N times; the parent
+ *                                sends it SIGCONTs without pause until it has exited (under a
+ *                                small ring, its pauses for ring pressure get them)
  *   stop-loop N                  forks one child allocating FX_LIFE_CHILD N times and stops and
  *                                continues it (SIGSTOP, SIGCONT) until it exits
  *   leader-exit T N              T threads each allocate FX_LIFE_THREAD0 + 2 * i N times, after
@@ -91,6 +98,48 @@ static int sigcont_children(unsigned children, unsigned n, unsigned conts)
 			FX_REQUIRE(kill(pid, SIGCONT) == 0);
 		reap(pid);
 	}
+	return 0;
+}
+
+/* Sends `pid` SIGCONTs until it has exited (with 0), then reaps it. */
+static void continue_until_exit(pid_t pid)
+{
+	for (;;) {
+		int status = 0;
+		pid_t got = waitpid(pid, &status, WNOHANG);
+		FX_REQUIRE(got == 0 || got == pid);
+		if (got == pid) {
+			FX_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+			return;
+		}
+		/* A zombie takes signals too: this always succeeds until it is reaped. */
+		FX_REQUIRE(kill(pid, SIGCONT) == 0);
+	}
+}
+
+static int sigcont_exec(unsigned children, char **argv)
+{
+	for (unsigned c = 0; c < children; c++) {
+		pid_t pid = fork();
+		FX_REQUIRE(pid >= 0);
+		if (pid == 0) {
+			execv(argv[0], argv);
+			_exit(FX_FIXTURE_BROKEN);
+		}
+		continue_until_exit(pid);
+	}
+	return 0;
+}
+
+static int sigcont_busy(unsigned n)
+{
+	pid_t pid = fork();
+	FX_REQUIRE(pid >= 0);
+	if (pid == 0) {
+		fx_alloc_free(FX_LIFE_CHILD, n);
+		_exit(0);
+	}
+	continue_until_exit(pid);
 	return 0;
 }
 
@@ -263,6 +312,10 @@ int main(int argc, char **argv)
 		return thread_exec(argv + 2);
 	if (!strcmp(mode, "sigcont-children") && argc == 5)
 		return sigcont_children(arg_count(argv[2]), arg_count(argv[3]), arg_count(argv[4]));
+	if (!strcmp(mode, "sigcont-exec") && argc >= 4)
+		return sigcont_exec(arg_count(argv[2]), argv + 3);
+	if (!strcmp(mode, "sigcont-busy") && argc == 3)
+		return sigcont_busy(arg_count(argv[2]));
 	if (!strcmp(mode, "stop-loop") && argc == 3)
 		return stop_loop(arg_count(argv[2]));
 	if (!strcmp(mode, "leader-exit") && argc == 4)
@@ -274,6 +327,6 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "traced") && argc == 3)
 		return traced(arg_count(argv[2]));
 	fprintf(stderr, "usage: lifecycle alloc N | thread-exec PROGRAM ARGS... | sigcont-children C N K |"
-			" stop-loop N | leader-exit T N | vfork-exec PROGRAM ARGS... | thread-exit N CODE | traced N\n");
+			" sigcont-exec C PROGRAM ARGS... | sigcont-busy N | stop-loop N | leader-exit T N | vfork-exec PROGRAM ARGS... | thread-exit N CODE | traced N\n");
 	return FX_FIXTURE_BROKEN;
 }
