@@ -101,20 +101,24 @@ static int sigcont_children(unsigned children, unsigned n, unsigned conts)
 	return 0;
 }
 
+/* 1 once `pid` has exited (with 0) and is reaped, 0 while it runs. A zombie takes signals too:
+ * sending it one always succeeds until it is reaped. */
+static int reaped(pid_t pid)
+{
+	int status = 0;
+	pid_t got = waitpid(pid, &status, WNOHANG);
+	FX_REQUIRE(got == 0 || got == pid);
+	if (got == 0)
+		return 0;
+	FX_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	return 1;
+}
+
 /* Sends `pid` SIGCONTs until it has exited (with 0), then reaps it. */
 static void continue_until_exit(pid_t pid)
 {
-	for (;;) {
-		int status = 0;
-		pid_t got = waitpid(pid, &status, WNOHANG);
-		FX_REQUIRE(got == 0 || got == pid);
-		if (got == pid) {
-			FX_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-			return;
-		}
-		/* A zombie takes signals too: this always succeeds until it is reaped. */
+	while (!reaped(pid))
 		FX_REQUIRE(kill(pid, SIGCONT) == 0);
-	}
 }
 
 static int sigcont_exec(unsigned children, char **argv)
@@ -152,20 +156,13 @@ static int stop_loop(unsigned n)
 		_exit(0);
 	}
 	const struct timespec pause_a_little = {0, 200 * 1000};
-	for (;;) {
-		int status = 0;
-		pid_t got = waitpid(pid, &status, WNOHANG);
-		FX_REQUIRE(got == 0 || got == pid);
-		if (got == pid) {
-			FX_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-			return 0;
-		}
-		/* A zombie takes signals too: both always succeed until it is reaped. */
+	while (!reaped(pid)) {
 		FX_REQUIRE(kill(pid, SIGSTOP) == 0);
 		nanosleep(&pause_a_little, NULL);
 		FX_REQUIRE(kill(pid, SIGCONT) == 0);
 		nanosleep(&pause_a_little, NULL);
 	}
+	return 0;
 }
 
 struct leader_job {
