@@ -132,8 +132,7 @@ TEST_CASE("lifecycle: SIGCONTs sent to each new child: it is stopped again at on
     }
     MESSAGE("SIGCONTs that ended a pause: ", broken, "; RESTOPs from their senders: ",
             stats_u64(t.result.stats, "holds_restopped"), ", from the children themselves: ",
-            stats_u64(t.result.stats, "holds_restopped_self"), " (at their first page fault: ",
-            stats_u64(t.result.stats, "holds_caught_at_fault"), "); children that ran before being stopped again: ",
+            stats_u64(t.result.stats, "holds_restopped_self"), "; children that ran before being stopped again: ",
             escaped, " (", short_children, " of them short)");
 }
 
@@ -149,7 +148,7 @@ TEST_CASE("lifecycle: SIGCONTs sent to each new child until it has exited, throu
     // until its executable and loader are probed, on every kernel; the SIGCONTs hit both pauses.
     CHECK(stats_u64(t.result.stats, "holds_broken_by_others") > 0);
     // A pause they broke is restored before the child runs code of its own (stopped again by the
-    // sender, 6.13+, at the CLD_CONTINUED notice, or at or before its first page fault); one that
+    // sender, 6.13+, or by itself at the CLD_CONTINUED notice); one that
     // was not, or a child that ran all the same, is counted, said, and fails the run: the counts
     // are exact unless memtrack said otherwise.
     const uint64_t unrestored = stats_u64(t.result.stats, "holds_unrestored");
@@ -168,8 +167,7 @@ TEST_CASE("lifecycle: SIGCONTs sent to each new child until it has exited, throu
     }
     MESSAGE("unrestored: ", unrestored, ", escaped: ", escaped, "; ","SIGCONTs that ended a pause: ", stats_u64(t.result.stats, "holds_broken_by_others"),
             "; RESTOPs from their senders: ", stats_u64(t.result.stats, "holds_restopped"),
-            ", from the children themselves: ", stats_u64(t.result.stats, "holds_restopped_self"),
-            " (at their first page fault: ", stats_u64(t.result.stats, "holds_caught_at_fault"), ")");
+            ", from the children themselves: ", stats_u64(t.result.stats, "holds_restopped_self"));
 }
 
 TEST_CASE("lifecycle: SIGCONTs sent to a child paused for ring pressure until it has exited: its counts are exact, nothing dropped") {
