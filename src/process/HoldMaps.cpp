@@ -70,8 +70,10 @@ Result<bool> PidfdSignals::send(uint32_t pid, uint64_t start_boottime, int sig) 
         if (kept_.size() > kKeep) kept_.pop_front();
         it = std::prev(kept_.end());
     } else if (std::next(it) != kept_.end()) {
-        kept_.push_back(std::move(*it));  // signalled last: kept longest
+        // Signalled last: kept longest. Taken out before the push, which invalidates `it`.
+        Kept k = std::move(*it);
         kept_.erase(it);
+        kept_.push_back(std::move(k));
         it = std::prev(kept_.end());
     }
     auto sent = send_signal(it->pidfd.get(), int32_t(pid), sig);

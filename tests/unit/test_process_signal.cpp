@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -209,4 +210,37 @@ TEST_CASE("PidfdSignals: a kept pidfd signals its process, never another start t
     auto gone = signals.send(uint32_t(child), start, SIGCONT);
     REQUIRE(gone);
     CHECK_FALSE(*gone);
+}
+
+TEST_CASE("PidfdSignals: signalling kept processes out of order keeps each one's pidfd (the re-ordering once erased through an iterator its own push had invalidated)") {
+    // More processes than are kept, signalled in an order that moves a kept pidfd to the back each
+    // time: the old re-ordering pushed, then erased through the invalidated iterator, and crashed
+    // `track -- exit_many 200` (1 run in 5).
+    constexpr size_t kChildren = PidfdSignals::kKeep + 8;
+    std::vector<GatedChild> children;
+    std::vector<uint64_t> starts;
+    for (size_t i = 0; i < kChildren; ++i) {
+        children.push_back(start_gated_child());
+        starts.push_back(start_boottime_of(children.back().pid));
+    }
+    PidfdSignals signals;
+    unsigned sent = 0;
+    for (size_t round = 0; round < 20; ++round)
+        for (size_t i = 0; i < kChildren; i += (round % 3) + 1) {
+            const size_t k = (i * 7 + round) % kChildren;
+            auto r = signals.send(uint32_t(children[k].pid), starts[k], SIGCONT);  // a running process ignores it
+            REQUIRE(r);
+            if (*r) ++sent;
+        }
+    unsigned expected = 0;
+    for (size_t round = 0; round < 20; ++round)
+        for (size_t i = 0; i < kChildren; i += (round % 3) + 1) ++expected;
+    CHECK(sent == expected);
+    // Each child holds its elder siblings' gates (inherited): a closed gate ends none of them.
+    for (const auto& c : children) {
+        ::kill(c.pid, SIGKILL);
+        ::close(c.gate);
+        int status = 0;
+        REQUIRE(::waitpid(c.pid, &status, 0) == c.pid);
+    }
 }
