@@ -100,14 +100,40 @@ done
 [[ -z "$DRAIN" || "$DRAIN" =~ ^[0-9]*\.?[0-9]+$ ]] || die "-D: not a number of seconds: $DRAIN"
 ((K * T <= 3000)) || die "-k x -T: at most 3000 writer threads (their sizes must stay apart)"
 
+# Under the build lock from here on (nobody relinks memtrack under a run), after the build.
+lock_and_build() {
+    if [[ -n "$LOCK" ]]; then
+        exec 9>"$LOCK"
+        flock 9
+    fi
+    [[ "${FLOOD_NO_BUILD:-}" == 1 ]] || "$ROOT/scripts/build.sh" 9>&-
+}
+
+# Competing busy loops, each its own process (fd 9, the lock, not passed on); stop_busy ends them.
+BUSY_PIDS=()
+start_busy() {
+    for ((b = 0; b < $1; b++)); do
+        bash -c 'while :; do :; done' </dev/null >/dev/null 2>&1 9>&- &
+        BUSY_PIDS+=($!)
+    done
+}
+stop_busy() {
+    for b in ${BUSY_PIDS[@]+"${BUSY_PIDS[@]}"}; do kill -KILL "$b" 2>/dev/null || true; wait "$b" 2>/dev/null || true; done
+    BUSY_PIDS=()
+}
+
+# The stopped processes (state T) of process group $1 (of every process with "all"), one
+# "pid(comm)" a line: what a run must never leave behind.
+stopped_processes() {
+    ps -e -o pid=,pgid=,stat=,comm= | awk -v g="$1" '(g == "all" || $2 == g) && $3 ~ /^T/ {print $1 "(" $4 ")"}'
+}
+
 # The lifecycle stress: the root suite's lifecycle cases, each run checking its exact counts.
 if ((LIFECYCLE)); then
     "$ROOT/scripts/build.sh" root-prereq
     reps=${REPS:-100}
-    busy_pid=""
-    trap '[[ -n "$busy_pid" ]] && kill "$busy_pid" 2>/dev/null' EXIT
-    (while :; do :; done) &
-    busy_pid=$!
+    trap stop_busy EXIT
+    start_busy 1
     for ((i = 1; i <= reps; i++)); do
         if ! out=$(MEMTRACK_TEST_TRACK_ARGS="--ring-size 64K --consumer-delay-us 200 ${EXTRA[*]}" \
             meson test -C "$ROOT/build" --no-rebuild --suite root --print-errorlogs --test-args='-tc=lifecycle:*' 2>&1); then
@@ -115,7 +141,7 @@ if ((LIFECYCLE)); then
             echo "flood: FAIL in lifecycle run $i of $reps" >&2
             exit 1
         fi
-        stopped=$(ps -eo pid=,stat=,comm= | awk '$2 ~ /^T/ {print $1 "(" $3 ")"}')
+        stopped=$(stopped_processes all)
         [[ -z "$stopped" ]] || { echo "flood: FAIL in lifecycle run $i: left stopped: $stopped" >&2; exit 1; }
         echo "lifecycle run $i/$reps: passed"
     done
@@ -126,28 +152,19 @@ fi
 # The missed-exec hunt: many short exec'd processes under one memtrack per run; a process whose
 # exec memtrack missed has no events (or fewer than its siblings, all running the same input).
 if ((PIPELINES)); then
-    # Under the build lock for the whole hunt, as the flood: nobody relinks memtrack under it.
-    if [[ -n "$LOCK" ]]; then
-        exec 9>"$LOCK"
-        flock 9
-    fi
-    [[ "${FLOOD_NO_BUILD:-}" == 1 ]] || "$ROOT/scripts/build.sh" 9>&-
+    lock_and_build
     command -v python3 >/dev/null || die "python3 is needed to check the results"
     reps=${REPS:-20}
     rounds=40
     [[ " ${ARGS[*]} " == *" -n "* ]] && rounds=$N
     [[ " ${ARGS[*]} " == *" -b "* ]] || BUSY=1
     WORK="$(mktemp -d "${TMPDIR:-/tmp}/memtrack-pipelines-XXXXXX")"
-    busy_pids=()
     cleanup_pipelines() {
-        for b in ${busy_pids[@]+"${busy_pids[@]}"}; do kill -KILL "$b" 2>/dev/null || true; wait "$b" 2>/dev/null || true; done
+        stop_busy
         if [[ "${FLOOD_KEEP_TMP:-}" == 1 ]]; then echo "flood: kept $WORK" >&2; else rm -rf "$WORK"; fi
     }
     trap cleanup_pipelines EXIT
-    for ((b = 0; b < BUSY; b++)); do
-        bash -c 'while :; do :; done' </dev/null >/dev/null 2>&1 9>&- &
-        busy_pids+=($!)
-    done
+    start_busy "$BUSY"
     script="cd '$ROOT'; for ((i = 0; i < $rounds; i++)); do git status --short | wc -l; seq 1000 | sort -r | head -n 1; printf 'a:b\nc:d\n' | tr a-z A-Z | cut -d: -f2; done >/dev/null"
     for ((i = 1; i <= reps; i++)); do
         rm -rf "$WORK/out" "$WORK/stats.json"
@@ -160,7 +177,7 @@ if ((PIPELINES)); then
         run_pid=$!
         set +m
         wait "$run_pid" || status=$?
-        stopped=$(ps -eo pid=,pgid=,stat=,comm= | awk -v g="$run_pid" '$2 == g && $3 ~ /^T/ {print $1 "(" $4 ")"}')
+        stopped=$(stopped_processes "$run_pid")
         [[ -z "$stopped" ]] || { echo "flood: FAIL in pipelines run $i: left stopped: $stopped" >&2; exit 1; }
         # A run memtrack itself failed (a miss it saw: loader_hooks_missed, ...) is checked too,
         # and its files kept with its stats and messages.
@@ -226,6 +243,7 @@ MT_PID=""
 cleanup() {
     # Nothing of the run may outlive the script: whatever is left of memtrack's process group
     # (a stopped writer included) is killed.
+    stop_busy
     if [[ -n "$MT_PID" ]]; then
         kill -KILL -- "-$MT_PID" 2>/dev/null || true
         kill -CONT -- "-$MT_PID" 2>/dev/null || true
@@ -242,21 +260,13 @@ trap '[[ -n "$MT_PID" ]] && kill -INT "$MT_PID" 2>/dev/null' INT
 trap '[[ -n "$MT_PID" ]] && kill -TERM "$MT_PID" 2>/dev/null' TERM
 
 # ---- build, then run, under the lock ----
-if [[ -n "$LOCK" ]]; then
-    exec 9>"$LOCK"
-    flock 9
-fi
-[[ "${FLOOD_NO_BUILD:-}" == 1 ]] || "$ROOT/scripts/build.sh" 9>&-
+lock_and_build
 [[ -x "$MEMTRACK" && -x "$FLOOD" ]] || die "build did not produce $MEMTRACK and $FLOOD"
 
 # memtrack gets its own process group (set -m), so the run's processes are exactly that group.
 T0=$EPOCHREALTIME
 set -m
-BUSY_PIDS=()
-for ((b = 0; b < BUSY; b++)); do
-    bash -c 'while :; do :; done' </dev/null >/dev/null 2>&1 9>&- &
-    BUSY_PIDS+=($!)
-done
+start_busy "$BUSY"
 SOCKET=()
 [[ -n "$DRAIN" ]] && SOCKET=(--socket "$WORK/ctl.sock")
 "$MEMTRACK" track -o "$WORK/out" --stats "$WORK/stats.json" --ring-size "$RING" --consumer-delay-us "$DELAY" \
@@ -288,13 +298,13 @@ while kill -0 "$MT_PID" 2>/dev/null; do
     fi
     sleep 0.05
 done
-for b in ${BUSY_PIDS[@]+"${BUSY_PIDS[@]}"}; do kill -KILL "$b" 2>/dev/null || true; wait "$b" 2>/dev/null || true; done
+stop_busy
 wait "$MT_PID" || status=$?
 T1=$EPOCHREALTIME
 WALL="$(python3 -c "print(f'{$T1 - $T0:.2f}')")"
 
 # What is left of the run right after memtrack exited, and what is stopped among it.
-mapfile -t STOPPED < <(ps -e -o pid=,pgid=,stat=,comm= | awk -v g="$MT_PID" '$2 == g && $3 ~ /^T/')
+mapfile -t STOPPED < <(stopped_processes "$MT_PID")
 if [[ -n "$LOCK" ]]; then
     flock -u 9
 fi
