@@ -30,6 +30,10 @@
  *   bpf_send_signal, which every kernel has. Its SIGSTOP carries no tag, so the thread marks
  *   itself before sending and the RESTOP has landed when that SIGSTOP's signal_generate names
  *   the marked thread.
+ * - A tracked process whose SIGCONT ends a pause for pressure is paused for pressure itself
+ *   (the reason and a RESTOP claimed at once, the SIGSTOP its own as above): a SIGCONT storm
+ *   would otherwise let the paused one write on through a full ring. The pressure release ends
+ *   both.
  */
 #ifndef MEMTRACK_HOLD_H
 #define MEMTRACK_HOLD_H
@@ -161,14 +165,16 @@ static inline bool mt_hold_resumed(__u32 old, bool sent, __u32 *next)
 
 /*
  * Someone else's SIGCONT reached a held process: a RESTOP is claimed before its SIGSTOP is sent.
- * false: nothing to send (no reason held: the SIGCONT ended no pause of ours), or no room to
- * count one more (the process then runs until its pause ends; the caller counts it).
+ * `take`: a reason set with it (0: none), for a process that pauses itself with a RESTOP (the
+ * sender of a SIGCONT to a process paused for pressure). false: nothing to send (no reason
+ * held: the SIGCONT ended no pause of ours), or no room to count one more (the process then runs
+ * until its pause ends; the caller counts it).
  */
-static inline bool mt_hold_restop_claim(__u32 old, __u32 *next)
+static inline bool mt_hold_restop_claim(__u32 old, __u32 take, __u32 *next)
 {
-	if (!mt_hold_reasons(old) || (old & MT_HOLD_RESTOP_MASK) == MT_HOLD_RESTOP_MASK)
+	if (!mt_hold_reasons(old | take) || (old & MT_HOLD_RESTOP_MASK) == MT_HOLD_RESTOP_MASK)
 		return false;
-	*next = old + MT_HOLD_RESTOP_ONE;
+	*next = (old | take) + MT_HOLD_RESTOP_ONE;
 	return true;
 }
 

@@ -184,8 +184,8 @@ struct {
 } threads SEC(".maps");
 
 /*
- * A RESTOP a thread sent its own process (self_restop) that has not landed: 1 from just before
- * its bpf_send_signal until that SIGSTOP's signal_generate, which names this thread.
+ * RESTOPs a thread sent its own process (send_self_restop) that have not landed: counted from
+ * just before its bpf_send_signal until that SIGSTOP's signal_generate, which names this thread.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -324,6 +324,15 @@ static __always_inline void end_holds(__u32 tgid)
 	count(MT_COUNTER_HOLD_FAILED);
 }
 
+/* A pause for `reason` begun (its bit went from clear to set in the word): noted and counted. */
+static __always_inline void pause_taken(struct mt_held *h, __u32 reason)
+{
+	__u32 r = mt_hold_reason_index(reason) & (MT_HOLD_REASONS - 1);
+	h->since_ns[r] = bpf_ktime_get_ns();
+	__sync_fetch_and_add(&holds_outstanding[r], 1);
+	count(MT_COUNTER_HOLDS_TAKEN + r);
+}
+
 /*
  * The one way BPF pauses a process (hold.h states the protocol): claim `reason` in the
  * process's hold word as a sender, send SIGSTOP, stop being a sender. `task` is the process to
@@ -357,13 +366,9 @@ static __always_inline bool hold_process(struct task_struct *task, __u32 tgid, _
 		count(MT_COUNTER_HOLD_FAILED);
 		return false;
 	}
-	__u32 r = mt_hold_reason_index(reason);
 	bool taken = !(old & reason);
-	if (taken) {
-		h->since_ns[r & (MT_HOLD_REASONS - 1)] = bpf_ktime_get_ns();
-		__sync_fetch_and_add(&holds_outstanding[r & (MT_HOLD_REASONS - 1)], 1);
-		count(MT_COUNTER_HOLDS_TAKEN + r);
-	}
+	if (taken)
+		pause_taken(h, reason);
 	/*
 	 * Checked after the claim: whoever closes waits for this sender to finish. The current
 	 * process gets the SIGSTOP on this thread: a SIGSTOP sent to the process goes to a thread
@@ -1304,8 +1309,9 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	bpf_map_delete_elem(&unwind_procs, &tgid);
 	bpf_map_delete_elem(&python_procs, &tgid);
 	bpf_map_delete_elem(&tracked, &tgid);
-	loader_hook_settle(tgid, exit_status(task));
-	emit_record(MT_KIND_EXIT, 0, exit_status(task), 0, 0, false, 0); /* no SIGSTOP to a dying process */
+	__u64 status = exit_status(task);
+	loader_hook_settle(tgid, status);
+	emit_record(MT_KIND_EXIT, 0, status, 0, 0, false, 0); /* no SIGSTOP to a dying process */
 	return 0;
 }
 
@@ -1343,6 +1349,28 @@ static __always_inline void restop_landed(__u32 *w)
 }
 
 /*
+ * One RESTOP claimed in the hold word `w` (hold.h), with `take` (a reason taken with it, or 0).
+ * false: none may be (no reason held, no room to count one more, or the word kept changing).
+ * `was`: the word the claim replaced.
+ */
+static __always_inline bool claim_restop(__u32 *w, __u32 take, __u32 *was)
+{
+	__u32 old = *(volatile __u32 *)w, next = 0;
+	for (int i = 0; i < 8; i++) {
+		if (!mt_hold_restop_claim(old, take, &next))
+			break;
+		__u32 seen = __sync_val_compare_and_swap(w, old, next);
+		if (seen == old) {
+			*was = old;
+			return true;
+		}
+		old = seen;
+	}
+	*was = old;
+	return false;
+}
+
+/*
  * Someone else's SIGCONT to a process memtrack holds cancelled the hold's SIGSTOP (a shell, a
  * supervisor, a parent continuing its new child): stop it again now, before its threads get
  * back to code that is not probed yet. Sent from here, under the target's siglock, the SIGSTOP
@@ -1350,27 +1378,15 @@ static __always_inline void restop_landed(__u32 *w)
  * (hold.h), so no release can send its SIGCONT before it. A pause for new probes or new code
  * that cannot be restored is counted: the run then says allocations may be missing.
  */
-static __always_inline void restop(struct task_struct *task, __u32 *w, bool broken)
+static __always_inline void restop(struct task_struct *task, __u32 *w)
 {
-	__u32 old = *(volatile __u32 *)w, next = 0;
+	__u32 old = *(volatile __u32 *)w;
 	if (!mt_hold_reasons(old))
 		return; /* no pause of ours was cancelled */
-	if (broken)
-		count(MT_COUNTER_HOLDS_BROKEN);
+	count(MT_COUNTER_HOLDS_BROKEN);
 	if (holds_closed())
 		return; /* memtrack is resuming everything for good */
-	bool claimed = false;
-	for (int i = 0; i < 8 && can_signal_task(); i++) {
-		if (!mt_hold_restop_claim(old, &next))
-			break;
-		__u32 seen = __sync_val_compare_and_swap(w, old, next);
-		if (seen == old) {
-			claimed = true;
-			break;
-		}
-		old = seen;
-	}
-	if (claimed) {
+	if (can_signal_task() && claim_restop(w, 0, &old)) {
 		if (bpf_send_signal_task(task, SIGSTOP, PIDTYPE_TGID, MT_RESTOP_TAG) == 0) {
 			count(MT_COUNTER_HOLDS_RESTOPPED);
 			return;
@@ -1401,52 +1417,75 @@ static __always_inline void stop_again_if_user_stopped(struct task_struct *task)
 }
 
 /*
- * A RESTOP from the held process's own context, with bpf_send_signal, which every kernel has
- * (bpf_send_signal_task, for another process, is 6.13+). Called with interrupts enabled it
- * sends at once; with them disabled (under the parent's siglock at a CLD_CONTINUED notice) it
- * goes through irq_work on this CPU, which runs as soon as they are enabled again, before this
- * thread can get back to user code. Either way its SIGSTOP carries no tag (SEND_SIG_PRIV, like
- * every SIGSTOP BPF sends the current thread), so the thread marks itself before the send and
- * that SIGSTOP's own signal_generate, which names the sending thread, finds the mark: the
- * RESTOP has landed then, not before (a release waits for it, hold.h). No other SIGSTOP BPF
- * sends names this thread meanwhile: the thread runs no user code (no uprobe) before its own
- * is generated. The kernel's own SEND_SIG_PRIV SIGSTOP (a ptrace attach) would be taken for it
- * only if it named this very thread within the microseconds the irq_work waits. The closed flag is checked after the claim, as a sender's is (hold_process):
- * the final pass waits for RESTOPs claimed before the close, and none is sent after it.
- * `reasons`: the pauses this RESTOP restores. One not sent is not counted unrestored: the
- * SIGCONT's sender counted it already where it could not send one of its own (restop).
+ * A RESTOP (claimed by the caller in `w`, the current process's word) sent by the current thread
+ * to its own process, with bpf_send_signal, which every kernel has (bpf_send_signal_task, for
+ * another process, is 6.13+). Called with interrupts enabled it sends at once; with them
+ * disabled (under a siglock at signal_generate) it goes through irq_work on this CPU, which
+ * runs as soon as they are enabled again, before this thread can get back to user code. Either
+ * way its SIGSTOP carries no tag (SEND_SIG_PRIV, like every SIGSTOP BPF sends the current
+ * thread), so the thread counts itself in `self_restops` before the send and that SIGSTOP's own
+ * signal_generate, which names the sending thread, finds the count: the RESTOP has landed then,
+ * not before (a release waits for it, hold.h). The kernel's own SEND_SIG_PRIV SIGSTOP (a ptrace
+ * attach) would be taken for it only if it named this very thread within the microseconds the
+ * irq_work waits. The closed flag is read after the claim, as a sender's is (hold_process): the
+ * final pass waits for RESTOPs claimed before the close, and none is sent after it. Returns
+ * whether it was sent; one not sent is taken back.
  */
-static __always_inline void self_restop(__u32 *w, __u32 reasons)
+static __always_inline bool send_self_restop(__u32 *w)
 {
-	__u32 old = *(volatile __u32 *)w, next = 0;
-	if (!(old & reasons))
-		return;
 	__u32 *mark = bpf_task_storage_get(&self_restops, bpf_get_current_task_btf(), 0,
 					   BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!mark)
-		return;
-	bool claimed = false;
-	for (int i = 0; i < 8; i++) {
-		if (!(old & reasons) || !mt_hold_restop_claim(old, &next))
-			return;
-		__u32 seen = __sync_val_compare_and_swap(w, old, next);
-		if (seen == old) {
-			claimed = true;
-			break;
-		}
-		old = seen;
-	}
-	if (!claimed)
-		return;
-	if (!holds_closed()) {
-		*mark = 1;
-		if (bpf_send_signal(SIGSTOP) == 0) {
-			count(MT_COUNTER_HOLDS_RESTOPPED_SELF);
-			return;
-		}
-		*mark = 0;
+	if (mark && !holds_closed()) {
+		*mark += 1;
+		if (bpf_send_signal(SIGSTOP) == 0)
+			return true;
+		*mark -= 1;
 	}
 	restop_landed(w); /* never sent */
+	return false;
+}
+
+/*
+ * The held process stops itself again (restop_continued_self). One not sent is not counted
+ * unrestored: the SIGCONT's sender counted it already where it could not send one of its own
+ * (restop).
+ */
+static __always_inline void self_restop(__u32 *w)
+{
+	__u32 old = 0;
+	if (claim_restop(w, 0, &old) && send_self_restop(w))
+		count(MT_COUNTER_HOLDS_RESTOPPED_SELF);
+}
+
+/*
+ * The current process sent a SIGCONT that ended `target`'s pause for ring pressure: it is paused
+ * for pressure too, until the rings are low again (hold.h). Without this a process continuing
+ * another over and over (a shell's loop, a supervisor) let it write on past the stop mark until
+ * the ring overflowed (dropped 68-396 records in 2 of 4 runs of `lifecycle sigcont-busy`). The
+ * SIGSTOP is the sender's own: one program run sends one signal through irq_work (bpf_send_signal
+ * keeps a single one per CPU and refuses a second with EBUSY), so the target gets no RESTOP
+ * from here; it stops itself at its next record above the mark. false: the sender is not a
+ * tracked process other than the target, or could not be paused (then the target gets the
+ * RESTOP instead).
+ */
+static __always_inline bool pause_continuer(__u32 target)
+{
+	__u32 tgid = current_tgid();
+	if (!tgid || tgid == target || !bpf_map_lookup_elem(&tracked, &tgid))
+		return false;
+	__u32 *w = hold_word(tgid);
+	struct mt_held *h = held_entry(bpf_get_current_task_btf(), tgid);
+	__u32 old = 0;
+	if (!w || !h || !claim_restop(w, MT_HOLD_PRESSURE, &old)) {
+		count(MT_COUNTER_HOLD_FAILED);
+		return false;
+	}
+	if (!(old & MT_HOLD_PRESSURE))
+		pause_taken(h, MT_HOLD_PRESSURE);
+	if (!send_self_restop(w))
+		return false;
+	count(MT_COUNTER_CONTINUERS_PAUSED);
+	return true;
 }
 
 /* A SIGSTOP BPF sent the current thread landed (signal_generate, `task` the sender): if it was
@@ -1456,7 +1495,7 @@ static __always_inline void self_restop_landed(struct task_struct *task)
 	__u32 *mark = bpf_task_storage_get(&self_restops, task, 0, 0);
 	if (!mark || !*mark)
 		return;
-	*mark = 0;
+	*mark -= 1;
 	__u32 tgid = ns_tgid(task);
 	__u32 *w = tgid ? hold_word(tgid) : NULL;
 	if (w)
@@ -1488,7 +1527,7 @@ static __always_inline void restop_continued_self(struct kernel_siginfo *info)
 		return;
 	__u32 *w = held_self(MT_HOLD_REASON_MASK);
 	if (w)
-		self_restop(w, MT_HOLD_REASON_MASK);
+		self_restop(w);
 }
 
 /*
@@ -1542,7 +1581,12 @@ int BPF_PROG(on_signal, int sig, struct kernel_siginfo *info, struct task_struct
 		__sync_fetch_and_or(w, MT_HOLD_USER_STOP);
 	} else {
 		__sync_fetch_and_and(w, ~MT_HOLD_USER_STOP);
-		restop(task, w, true);
+		/* A pause for pressure alone: its process stops itself at its next record, so the one
+		 * signal this run may send pauses the sender (pause_continuer). */
+		if (mt_hold_reasons(*(volatile __u32 *)w) == MT_HOLD_PRESSURE && pause_continuer(tgid))
+			count(MT_COUNTER_HOLDS_BROKEN);
+		else
+			restop(task, w);
 	}
 	return 0;
 }

@@ -12,9 +12,9 @@
  *                                PROGRAM; the parent sends each child SIGCONTs without pause
  *                                until it has exited (its new-process pause, its new image's
  *                                pause and its run all get them)
- *   sigcont-busy N               forks one child allocating FX_LIFE_CHILD N times; the parent
- *                                sends it SIGCONTs without pause until it has exited (under a
- *                                small ring, its pauses for ring pressure get them)
+ *   sigcont-busy N               forks one child allocating FX_LIFE_CHILD N times; once it
+ *                                runs, the parent sends it SIGCONTs without pause until it has
+ *                                exited (under a small ring, its pauses for ring pressure get them)
  *   stop-loop N                  forks one child allocating FX_LIFE_CHILD N times and stops and
  *                                continues it (SIGSTOP, SIGCONT) until it exits
  *   leader-exit T N              T threads each allocate FX_LIFE_THREAD0 + 2 * i N times, after
@@ -137,12 +137,23 @@ static int sigcont_exec(unsigned children, char **argv)
 
 static int sigcont_busy(unsigned n)
 {
+	/* The SIGCONTs start once the child runs: its pauses for pressure get them, not its
+	 * new-process pause (sigcont-children covers that one). */
+	int running[2];
+	FX_REQUIRE(pipe(running) == 0);
 	pid_t pid = fork();
 	FX_REQUIRE(pid >= 0);
 	if (pid == 0) {
+		close(running[0]);
+		FX_REQUIRE(write(running[1], "r", 1) == 1);
+		close(running[1]);
 		fx_alloc_free(FX_LIFE_CHILD, n);
 		_exit(0);
 	}
+	close(running[1]);
+	char byte = 0;
+	FX_REQUIRE(read(running[0], &byte, 1) == 1);
+	close(running[0]);
 	continue_until_exit(pid);
 	return 0;
 }

@@ -488,7 +488,7 @@ bool foreign_cont(FakeStore& store, FakeSignals& sig, uint32_t pid) {
     (void)sig.send(pid, kStart, SIGCONT);
     std::atomic_ref<uint32_t> w(store.words()[pid]);
     uint32_t old = w.load(), next = 0;
-    while (mt_hold_restop_claim(old, &next))
+    while (mt_hold_restop_claim(old, 0, &next))
         if (w.compare_exchange_strong(old, next)) return true;
     return false;
 }
@@ -523,14 +523,40 @@ TEST_CASE("holds: someone else's SIGCONT to a held process is followed by a REST
     CHECK(word(store, 13) == 0);
 }
 
+TEST_CASE("holds: the sender of a SIGCONT that ended a pressure pause pauses itself for pressure, and no release overtakes its SIGSTOP") {
+    FakeStore store(64);
+    FakeSignals sig;
+    // memtrack.bpf.c's pause_continuer: the reason and a RESTOP claimed at once, on a word that
+    // held nothing; the SIGSTOP is the sender's own, sent a moment later (irq_work).
+    store.add(31);
+    uint32_t next = 0;
+    REQUIRE(mt_hold_restop_claim(word(store, 31), MT_HOLD_PRESSURE, &next));
+    CHECK(mt_hold_reasons(next) == MT_HOLD_PRESSURE);
+    CHECK(mt_hold_restops(next) == 1);
+    store.words()[31] = next;
+    std::atomic_ref<uint64_t>(store.outstanding_[mt_hold_reason_index(MT_HOLD_PRESSURE)]).fetch_add(1);
+    // The pressure release comes before that SIGSTOP has landed: it must wait.
+    CHECK(release_hold(store, sig, 31, MT_HOLD_PRESSURE).outcome == HoldRelease::Outcome::Busy);
+    deliver_restop(store, sig, 31);
+    CHECK(sig.stopped(31));
+    CHECK(release_hold(store, sig, 31, MT_HOLD_PRESSURE).outcome == HoldRelease::Outcome::Resumed);
+    CHECK_FALSE(sig.stopped(31));
+    CHECK(word(store, 31) == 0);
+    // Already paused for pressure (its stop cancelled by someone else): one more RESTOP, the
+    // reason as it was.
+    REQUIRE(mt_hold_restop_claim(MT_HOLD_PRESSURE, MT_HOLD_PRESSURE, &next));
+    CHECK(next == (MT_HOLD_PRESSURE | MT_HOLD_RESTOP_ONE));
+}
+
 TEST_CASE("holds: RESTOPs are counted up to their field's room, and forgotten when every reason ends") {
     uint32_t w = MT_HOLD_MODULE, next = 0;
     for (unsigned i = 0; i < 15; ++i) {
-        REQUIRE(mt_hold_restop_claim(w, &next));
+        REQUIRE(mt_hold_restop_claim(w, 0, &next));
         w = next;
     }
     CHECK(mt_hold_restops(w) == 15);
-    CHECK_FALSE(mt_hold_restop_claim(w, &next));  // full: the caller counts it unrestored
+    CHECK_FALSE(mt_hold_restop_claim(w, 0, &next));  // full: the caller counts it unrestored
+    CHECK_FALSE(mt_hold_restop_claim(w, MT_HOLD_PRESSURE, &next));  // no reason taken without its RESTOP
     CHECK(mt_hold_reasons(w) == MT_HOLD_MODULE);   // nothing spilled into other fields
     CHECK(mt_hold_senders(w) == 0);
     CHECK((w & MT_HOLD_USER_STOP) == 0);
