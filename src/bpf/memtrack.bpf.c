@@ -1383,10 +1383,15 @@ static __always_inline void restop(struct task_struct *task, __u32 *w)
 	__u32 old = *(volatile __u32 *)w;
 	if (!mt_hold_reasons(old))
 		return; /* no pause of ours was cancelled */
-	count(MT_COUNTER_HOLDS_BROKEN);
-	if (holds_closed())
+	if (holds_closed()) {
+		count(MT_COUNTER_HOLDS_BROKEN);
 		return; /* memtrack is resuming everything for good */
-	if (can_signal_task() && claim_restop(w, 0, &old)) {
+	}
+	bool claimed = can_signal_task() && claim_restop(w, 0, &old);
+	if (!claimed && !mt_hold_reasons(old))
+		return; /* its release cleared the last reason meanwhile: nothing was broken */
+	count(MT_COUNTER_HOLDS_BROKEN);
+	if (claimed) {
 		if (bpf_send_signal_task(task, SIGSTOP, PIDTYPE_TGID, MT_RESTOP_TAG) == 0) {
 			count(MT_COUNTER_HOLDS_RESTOPPED);
 			return;

@@ -103,7 +103,9 @@ TEST_CASE("lifecycle: SIGCONTs sent to each new child: it is stopped again at on
     const uint64_t broken = stats_u64(t.result.stats, "holds_broken_by_others");
     if (restops) {
         CHECK(broken > 0);
-        CHECK(stats_u64(t.result.stats, "holds_restopped") >= broken);
+        // A pause for pressure (flood.sh --lifecycle's small ring) the parent's SIGCONT ended is
+        // answered by pausing the parent instead (continuers_paused): the child stops itself.
+        CHECK(stats_u64(t.result.stats, "holds_restopped") + stats_u64(t.result.stats, "continuers_paused") >= broken);
     } else {
         CHECK(stats_u64(t.result.stats, "holds_restopped") == 0);
     }
