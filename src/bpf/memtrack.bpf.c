@@ -1466,7 +1466,7 @@ static __always_inline void self_restop(__u32 *w)
  * The current process sent a SIGCONT that ended `target`'s pause for ring pressure: it is paused
  * for pressure too, until the rings are low again (hold.h). Without this a process continuing
  * another over and over (a shell's loop, a supervisor) let it write on past the stop mark until
- * the ring overflowed (dropped 68-396 records in 2 of 4 runs of `lifecycle sigcont-busy`). The
+ * the ring overflowed (dropped 51-1090 records in 4 of 4 runs of `lifecycle sigcont-busy`). The
  * SIGSTOP is the sender's own: one program run sends one signal through irq_work (bpf_send_signal
  * keeps a single one per CPU and refuses a second with EBUSY), so the target gets no RESTOP
  * from here; it stops itself at its next record above the mark. false: the sender is not a
