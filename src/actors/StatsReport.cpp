@@ -18,7 +18,7 @@ boost::json::object ms_summary(const Histogram& h) {
 // A pause ends when memtrack releases it or when its process exits: stops == resumes once
 // nothing is held.
 boost::json::object pause_json(const HoldCounts& c) {
-    static constexpr const char* kNames[MT_HOLD_REASONS] = {"pressure", "snapshot", "spawn", "module"};
+    static constexpr const char* kNames[MT_HOLD_REASONS] = {"pressure", "snapshot", "spawn", "module", "continuer"};
     boost::json::object by_reason;
     for (uint32_t r = 0; r < MT_HOLD_REASONS; ++r)
         by_reason[kNames[r]] = {{"taken", c.taken[r]}, {"released", c.released[r]}, {"exited", c.exited[r]}};

@@ -30,10 +30,12 @@
  *   bpf_send_signal, which every kernel has. Its SIGSTOP carries no tag, so the thread marks
  *   itself before sending and the RESTOP has landed when that SIGSTOP's signal_generate names
  *   the marked thread.
- * - A tracked process whose SIGCONT ends a pause for pressure is paused for pressure itself
- *   (the reason and a RESTOP claimed at once, the SIGSTOP its own as above): a SIGCONT storm
- *   would otherwise let the paused one write on through a full ring. The pressure release ends
- *   both.
+ * - A tracked process whose SIGCONT ends a pause the paused process restores by itself (its
+ *   next record above the mark for pressure alone; its CLD_CONTINUED notice after a full stop)
+ *   is paused itself, the reason and a RESTOP claimed at once and the SIGSTOP its own as above:
+ *   for pressure when that was the pause (the pressure release ends both), CONTINUER otherwise,
+ *   until the process it continued holds no reason. A SIGCONT storm would otherwise let the
+ *   paused one write on through a full ring, or run before its probes exist.
  */
 #ifndef MEMTRACK_HOLD_H
 #define MEMTRACK_HOLD_H
@@ -48,8 +50,9 @@
 #define MT_HOLD_SNAPSHOT 0x2u /* its first stack: held until its mappings are read */
 #define MT_HOLD_SPAWN 0x4u    /* a new process: held until its probes are attached */
 #define MT_HOLD_MODULE 0x8u   /* new code loaded: held until its allocators are probed */
-#define MT_HOLD_REASONS 4
-#define MT_HOLD_REASON_MASK 0xfu
+#define MT_HOLD_CONTINUER 0x10u /* it continued a held process: held until that one's pause ends */
+#define MT_HOLD_REASONS 5
+#define MT_HOLD_REASON_MASK 0x1fu
 #define MT_HOLD_RESUMING 0x100u      /* a release is between its SIGCONT and its end */
 #define MT_HOLD_USER_STOP 0x200u     /* the last SIGSTOP or SIGCONT someone else sent it was a SIGSTOP */
 #define MT_HOLD_RESTOP_ONE 0x1000u   /* RESTOPs: SIGSTOPs sent again after someone else's SIGCONT, */
@@ -81,7 +84,10 @@ struct mt_held {
 	 * time), and memtrack says so.
 	 */
 	__u64 unrun_ip, unrun_sp, unrun_since;
-	__u32 unrun_reason, unused;
+	__u32 unrun_reason;
+	/* MT_HOLD_CONTINUER: the process whose pause its SIGCONT ended (tgid); the pause lasts
+	 * until that one holds no reason. */
+	__u32 continued;
 	/*
 	 * The since_ns of the MODULE pause of an exec made by a thread other than the main one
 	 * (which took the main thread's pid): links made for the old main thread trap nowhere in
@@ -98,7 +104,15 @@ static inline __u32 mt_hold_restops(__u32 w) { return (w & MT_HOLD_RESTOP_MASK) 
 /* Index (0..MT_HOLD_REASONS-1) of a single reason bit. */
 static inline __u32 mt_hold_reason_index(__u32 reason)
 {
-	return reason == MT_HOLD_PRESSURE ? 0 : reason == MT_HOLD_SNAPSHOT ? 1 : reason == MT_HOLD_SPAWN ? 2 : 3;
+	return reason == MT_HOLD_PRESSURE ? 0 : reason == MT_HOLD_SNAPSHOT ? 1 : reason == MT_HOLD_SPAWN ? 2
+	       : reason == MT_HOLD_MODULE ? 3 : 4;
+}
+
+/* Whether a CONTINUER pause may end: the process it continued (whose word is `continued_word`)
+ * holds no reason of its own but being a continuer too. */
+static inline bool mt_hold_continued_ended(__u32 continued_word)
+{
+	return !(mt_hold_reasons(continued_word) & ~MT_HOLD_CONTINUER);
 }
 
 /* Whether a process held before it ran, stopping with registers (ip, sp) while its hold word
@@ -107,7 +121,8 @@ static inline bool mt_hold_ran_unheld(const struct mt_held *h, __u32 word, __u64
 {
 	if (!h->unrun_ip || !(word & h->unrun_reason))
 		return false; /* nothing watched, or the pause has ended: it may run */
-	if (h->since_ns[mt_hold_reason_index(h->unrun_reason) & (MT_HOLD_REASONS - 1)] != h->unrun_since)
+	__u32 r = mt_hold_reason_index(h->unrun_reason);
+	if (r >= MT_HOLD_REASONS || h->since_ns[r] != h->unrun_since)
 		return false; /* a later pause for the same reason, not watched */
 	return ip != h->unrun_ip || sp != h->unrun_sp;
 }

@@ -327,7 +327,9 @@ static __always_inline void end_holds(__u32 tgid)
 /* A pause for `reason` begun (its bit went from clear to set in the word): noted and counted. */
 static __always_inline void pause_taken(struct mt_held *h, __u32 reason)
 {
-	__u32 r = mt_hold_reason_index(reason) & (MT_HOLD_REASONS - 1);
+	__u32 r = mt_hold_reason_index(reason);
+	if (r >= MT_HOLD_REASONS)
+		return;
 	h->since_ns[r] = bpf_ktime_get_ns();
 	__sync_fetch_and_add(&holds_outstanding[r], 1);
 	count(MT_COUNTER_HOLDS_TAKEN + r);
@@ -1130,11 +1132,12 @@ static __always_inline void watch_unrun(struct task_struct *task, __u32 tgid, __
 {
 	struct mt_held *h = bpf_map_lookup_elem(&held, &tgid);
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	if (!h || !regs)
+	__u32 r = mt_hold_reason_index(reason);
+	if (!h || !regs || r >= MT_HOLD_REASONS)
 		return;
 	h->unrun_ip = 0; /* no half-written watch is ever compared */
 	h->unrun_sp = BPF_CORE_READ(regs, sp);
-	h->unrun_since = h->since_ns[mt_hold_reason_index(reason) & (MT_HOLD_REASONS - 1)];
+	h->unrun_since = h->since_ns[r];
 	h->unrun_reason = reason;
 	h->unrun_ip = BPF_CORE_READ(regs, ip);
 }
@@ -1462,31 +1465,67 @@ static __always_inline void self_restop(__u32 *w)
 		count(MT_COUNTER_HOLDS_RESTOPPED_SELF);
 }
 
+#define SIGNAL_CLD_CONTINUED 0x20 /* linux/sched/signal.h: continued from a group stop, parent not told yet */
+#define SA_NOCLDSTOP 1
+#define SIG_IGN_HANDLER 1UL
+
 /*
- * The current process sent a SIGCONT that ended `target`'s pause for ring pressure: it is paused
- * for pressure too, until the rings are low again (hold.h). Without this a process continuing
- * another over and over (a shell's loop, a supervisor) let it write on past the stop mark until
- * the ring overflowed (dropped 51-1090 records in 4 of 4 runs of `lifecycle sigcont-busy`). The
- * SIGSTOP is the sender's own: one program run sends one signal through irq_work (bpf_send_signal
- * keeps a single one per CPU and refuses a second with EBUSY), so the target gets no RESTOP
- * from here; it stops itself at its next record above the mark. false: the sender is not a
- * tracked process other than the target, or could not be paused (then the target gets the
+ * Whether a held process (`reasons`) that this SIGCONT continued stops itself again before it
+ * runs user code of its own: at its next record above the mark (a pause for pressure alone), or,
+ * continued from a full stop, at the CLD_CONTINUED notice to its parent (restop_continued_self),
+ * which is sent unless the parent ignores SIGCHLD or asked for no stop notices. One that had not
+ * taken its SIGSTOP yet (a new child the SIGCONT reached first) sends no notice: it needs the
+ * sender's RESTOP. Runs after the SIGCONT took effect (signal_generate), so the flag is this
+ * SIGCONT's.
+ */
+static __always_inline bool stops_itself(struct task_struct *task, __u32 reasons)
+{
+	if (reasons == MT_HOLD_PRESSURE)
+		return true;
+	if (!reasons || !(BPF_CORE_READ(task, signal, flags) & SIGNAL_CLD_CONTINUED))
+		return false;
+	struct sighand_struct *sh = BPF_CORE_READ(task, real_parent, sighand);
+	if (!sh)
+		return false;
+	unsigned long handler = (unsigned long)BPF_CORE_READ(sh, action[SIGCHLD - 1].sa.sa_handler);
+	unsigned long flags = BPF_CORE_READ(sh, action[SIGCHLD - 1].sa.sa_flags);
+	return handler != SIG_IGN_HANDLER && !(flags & SA_NOCLDSTOP);
+}
+
+/*
+ * The current process sent a SIGCONT that ended `target`'s pause (`reasons`), one the target
+ * restores by itself (stops_itself): the sender is paused too (hold.h), for pressure when that
+ * was the pause (until the rings are low again), CONTINUER otherwise (until the target holds no
+ * reason: ProcessHolds). Without it a process continuing another over and over (a shell's loop, a
+ * supervisor, a parent) let a writer run on through a full ring (dropped 51-1090 records in 4 of
+ * 4 runs of `lifecycle sigcont-busy`), and cancelled a new child's stops faster than they came
+ * back, until one reached user code before its probes existed. The SIGSTOP is the sender's own:
+ * one program run sends one signal through irq_work (bpf_send_signal keeps a single one per CPU
+ * and refuses a second with EBUSY), so the target gets no RESTOP from here. false: the sender is
+ * not a tracked process other than the target, or could not be paused (then the target gets the
  * RESTOP instead).
  */
-static __always_inline bool pause_continuer(__u32 target)
+static __always_inline bool pause_continuer(__u32 target, __u32 reasons)
 {
 	__u32 tgid = current_tgid();
 	if (!tgid || tgid == target || !bpf_map_lookup_elem(&tracked, &tgid))
 		return false;
+	const __u32 reason = reasons == MT_HOLD_PRESSURE ? MT_HOLD_PRESSURE : MT_HOLD_CONTINUER;
 	__u32 *w = hold_word(tgid);
 	struct mt_held *h = held_entry(bpf_get_current_task_btf(), tgid);
-	__u32 old = 0;
-	if (!w || !h || !claim_restop(w, MT_HOLD_PRESSURE, &old)) {
+	if (!w || !h) {
 		count(MT_COUNTER_HOLD_FAILED);
 		return false;
 	}
-	if (!(old & MT_HOLD_PRESSURE))
-		pause_taken(h, MT_HOLD_PRESSURE);
+	if (reason == MT_HOLD_CONTINUER)
+		h->continued = target; /* before the claim: a release that sees the reason sees it */
+	__u32 old = 0;
+	if (!claim_restop(w, reason, &old)) {
+		count(MT_COUNTER_HOLD_FAILED);
+		return false;
+	}
+	if (!(old & reason))
+		pause_taken(h, reason);
 	if (!send_self_restop(w))
 		return false;
 	count(MT_COUNTER_CONTINUERS_PAUSED);
@@ -1586,9 +1625,10 @@ int BPF_PROG(on_signal, int sig, struct kernel_siginfo *info, struct task_struct
 		__sync_fetch_and_or(w, MT_HOLD_USER_STOP);
 	} else {
 		__sync_fetch_and_and(w, ~MT_HOLD_USER_STOP);
-		/* A pause for pressure alone: its process stops itself at its next record, so the one
-		 * signal this run may send pauses the sender (pause_continuer). */
-		if (mt_hold_reasons(*(volatile __u32 *)w) == MT_HOLD_PRESSURE && pause_continuer(tgid))
+		/* Where the process stops itself again, the one signal this run may send pauses the
+		 * sender (pause_continuer); elsewhere it is the process's RESTOP. */
+		__u32 reasons = mt_hold_reasons(*(volatile __u32 *)w);
+		if (stops_itself(task, reasons) && pause_continuer(tgid, reasons))
 			count(MT_COUNTER_HOLDS_BROKEN);
 		else
 			restop(task, w);

@@ -230,9 +230,9 @@ enum mt_counter {
 	/* Pauses begun, one counter per reason (index mt_hold_reason_index, hold.h). */
 	MT_COUNTER_HOLDS_TAKEN,
 	/* Pauses ended by the process's exit (or a reused pid's fresh start), per reason. */
-	MT_COUNTER_HOLDS_EXITED = MT_COUNTER_HOLDS_TAKEN + 4,
+	MT_COUNTER_HOLDS_EXITED = MT_COUNTER_HOLDS_TAKEN + 5, /* MT_HOLD_REASONS (hold.h) */
 	/* The CFI stack walk (unwind.h): frames by how they were found, walks by how they ended. */
-	MT_COUNTER_UNWIND_CFI_FRAMES = MT_COUNTER_HOLDS_EXITED + 4, /* callers found from a row */
+	MT_COUNTER_UNWIND_CFI_FRAMES = MT_COUNTER_HOLDS_EXITED + 5, /* callers found from a row */
 	MT_COUNTER_UNWIND_FP_FRAMES,  /* callers found by frame pointer: no row covers the pc */
 	MT_COUNTER_UNWIND_NO_TABLES,  /* walks in a process with no tables loaded (all by frame pointer) */
 	MT_COUNTER_UNWIND_COMPLETE,   /* walks that reached the outermost frame (or a null return address) */
@@ -253,7 +253,7 @@ enum mt_counter {
 	MT_COUNTER_HOLDS_UNRESTORED, /* pauses for probes or new code that could not be: must stay 0 */
 	MT_COUNTER_HOLDS_ESCAPED,    /* processes held before they ran that ran all the same: must stay 0 */
 	MT_COUNTER_HOLDS_RESTOPPED_SELF, /* RESTOPs a held process sent itself from its own context */
-	MT_COUNTER_CONTINUERS_PAUSED, /* senders paused for pressure: their SIGCONT ended a pressure pause */
+	MT_COUNTER_CONTINUERS_PAUSED, /* senders paused because their SIGCONT ended a pause (hold.h) */
 	/*
 	 * Exec'd images that map the loader and exited normally without its hook ever holding them
 	 * (their libraries were never probed): must stay 0. Then, by what the exec_watch bits say:

@@ -91,6 +91,7 @@ public:
     int run() {
         for_each_lane([](Lane& l) { l.consumer().start(); });
         pressure_.start();
+        holds_.start();
         links_->start();
         if (control_) control_->start();
         exit_watch_.async_wait([this] { shutdown(Reason::CommandExited, 0, nullptr); });
@@ -313,6 +314,7 @@ private:
     void stop_all() {
         for_each_lane([](Lane& l) { l.consumer().stop(); });
         pressure_.stop();
+        holds_.stop();
         links_->stop();
         // On the watches' strand: a completion may be running on another pool thread.
         asio::post(watch_strand_, [this] {

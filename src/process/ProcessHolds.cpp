@@ -15,12 +15,54 @@ namespace asio = boost::asio;
 namespace {
 // A sender is a BPF program between its claim and its SIGSTOP: microseconds, unless preempted.
 constexpr auto kRetry = std::chrono::microseconds(200);
+// A CONTINUER pause whose continued process exited: found within this.
+constexpr auto kContinuerBackstop = std::chrono::milliseconds(10);
+static_assert(MT_COUNTER_HOLDS_EXITED - MT_COUNTER_HOLDS_TAKEN == MT_HOLD_REASONS, "one taken counter per reason");
+static_assert(MT_COUNTER_UNWIND_CFI_FRAMES - MT_COUNTER_HOLDS_EXITED == MT_HOLD_REASONS, "one exited counter per reason");
 }  // namespace
 
 ProcessHolds::ProcessHolds(asio::io_context& io, HoldStore& store, HoldSignals& signals,
                            std::function<uint64_t(uint32_t)> kernel_counter)
     : strand_(asio::make_strand(io)), store_(store), signals_(signals),
-      kernel_counter_(std::move(kernel_counter)), retry_timer_(strand_) {}
+      kernel_counter_(std::move(kernel_counter)), retry_timer_(strand_), continuer_backstop_(strand_) {}
+
+void ProcessHolds::start() {
+    asio::post(strand_, [this] { arm_continuer_backstop(); });
+}
+
+void ProcessHolds::stop() {
+    asio::post(strand_, [this] {
+        stopped_ = true;
+        continuer_backstop_.cancel();
+    });
+}
+
+void ProcessHolds::arm_continuer_backstop() {
+    if (stopped_) return;
+    continuer_backstop_.expires_after(kContinuerBackstop);
+    continuer_backstop_.async_wait([this](boost::system::error_code ec) {
+        if (ec) return;
+        release_continuers();
+        arm_continuer_backstop();
+    });
+}
+
+// A CONTINUER pause ends once the process it continued holds no reason but being a continuer
+// too (released, exited, or its pid taken by a process not held). Busy ones are retried.
+void ProcessHolds::release_continuers() {
+    if (outstanding(MT_HOLD_CONTINUER) == 0) return;
+    for (uint32_t pid : pids_held_for(store_, MT_HOLD_CONTINUER)) {
+        const std::optional<mt_held> e = store_.entry(pid);
+        const uint32_t target = e ? e->continued : 0;
+        if (target && target != MT_HOLD_CLOSED_WORD && target < store_.capacity() &&
+            !mt_hold_continued_ended(std::atomic_ref<uint32_t>(store_.words()[target]).load()))
+            continue;
+        if (!try_release(pid, MT_HOLD_CONTINUER)) {
+            retries_.emplace(pid, MT_HOLD_CONTINUER);
+            arm_retry();
+        }
+    }
+}
 
 void ProcessHolds::release(uint32_t pid, uint32_t reason) {
     asio::post(strand_, [this, pid, reason] {
@@ -52,6 +94,8 @@ bool ProcessHolds::try_release(uint32_t pid, uint32_t reason) {
     if (r.outcome == HoldRelease::Outcome::Busy) return false;
     if (r.error) log::error("resume {}: {}", pid, r.error->message());
     if (r.released()) account(pid, reason, r);
+    // A pause ended: whoever continued that process may go on too.
+    if (r.released() && reason != MT_HOLD_CONTINUER) release_continuers();
     return true;
 }
 
@@ -101,6 +145,7 @@ void ProcessHolds::stop_pausing() {
 
 FinalPass ProcessHolds::close() {
     retry_timer_.cancel();
+    continuer_backstop_.cancel();
     retries_.clear();
     // Each hold still there ends as any other does (counted, timed); release_all_for_good then
     // closes the protocol and ends whatever a sender in flight still had.

@@ -2,8 +2,9 @@
 // Owns: every pause of a tracked process while memtrack runs (the hold words and the `held`
 // index, through a HoldStore), the only SIGCONTs memtrack sends, and the pause counters.
 // Accepts: release(pid, reason), release_every(reason, still_wanted, done), stop_pausing(),
-// close() once the io_context has stopped; from any thread: outstanding(reason),
-// held_for(reasons), counts(), pause_counters().
+// start(), stop(), close() once the io_context has stopped; from any thread:
+// outstanding(reason), held_for(reasons), counts(), pause_counters().
+// Ends CONTINUER pauses itself: once the process each continued holds no reason (hold.h).
 //
 // The protocol is src/bpf/hold.h's; docs/ARCHITECTURE.md draws it as a state machine.
 #include <array>
@@ -46,6 +47,10 @@ public:
     // Ends `reason` on every process that holds it, one after the other while still_wanted()
     // (asked before each), then done(). Busy ones are left for the caller's next call.
     void release_every(uint32_t reason, std::function<bool()> still_wanted, Done done = {});
+    // Starts and stops the backstop that ends CONTINUER pauses whose continued process ended
+    // its pause by exiting (BPF clears an exiting process's word; nothing tells memtrack).
+    void start();
+    void stop();
     // Closes the protocol before it returns (no SIGSTOP from here on) and resumes every held
     // process on the strand: for when nothing would resume them should memtrack die
     // (memtrack-guard died).
@@ -63,7 +68,9 @@ public:
 private:
     // On strand_.
     bool try_release(uint32_t pid, uint32_t reason);
+    void release_continuers();
     void arm_retry();
+    void arm_continuer_backstop();
     void account(uint32_t pid, uint32_t reason, const HoldRelease& r);
 
     Strand strand_;
@@ -71,6 +78,8 @@ private:
     HoldSignals& signals_;
     std::function<uint64_t(uint32_t)> kernel_counter_;
     boost::asio::steady_timer retry_timer_;
+    boost::asio::steady_timer continuer_backstop_;
+    bool stopped_ = false;
     std::set<std::pair<uint32_t, uint32_t>> retries_;  // (pid, reason) found busy
     bool retry_armed_ = false;
     std::array<std::atomic<uint64_t>, MT_HOLD_REASONS> released_{};

@@ -47,6 +47,7 @@ public:
         if (!index_.count(pid) || gone_.count(pid)) return std::nullopt;
         mt_held h{};
         h.start_boottime = kStart;
+        if (auto it = continued_.find(pid); it != continued_.end()) h.continued = it->second;
         return h;
     }
     uint64_t* outstanding() override { return outstanding_; }
@@ -58,12 +59,17 @@ public:
         std::lock_guard lock(mu_);
         gone_.insert(pid);
     }
+    void set_continued(uint32_t pid, uint32_t target) {
+        std::lock_guard lock(mu_);
+        continued_[pid] = target;
+    }
     uint64_t outstanding_[MT_HOLD_REASONS] = {};
 
 private:
     std::vector<uint32_t> words_;
     mutable std::mutex mu_;
     std::set<uint32_t> index_, gone_;
+    std::map<uint32_t, uint32_t> continued_;
 };
 
 // The kernel's rule: the last signal sent decides. `on_send` runs right after a signal lands
@@ -546,6 +552,61 @@ TEST_CASE("holds: the sender of a SIGCONT that ended a pressure pause pauses its
     // reason as it was.
     REQUIRE(mt_hold_restop_claim(MT_HOLD_PRESSURE, MT_HOLD_PRESSURE, &next));
     CHECK(next == (MT_HOLD_PRESSURE | MT_HOLD_RESTOP_ONE));
+}
+
+// memtrack.bpf.c's pause_continuer: `pid` continued `target` (held), and pauses itself until
+// that pause ends (the reason and a RESTOP claimed at once, its own SIGSTOP landing later).
+void pause_continuer(FakeStore& store, FakeSignals& sig, uint32_t pid, uint32_t target) {
+    store.add(pid);
+    store.set_continued(pid, target);
+    std::atomic_ref<uint32_t> w(store.words()[pid]);
+    uint32_t old = w.load(), next = 0;
+    REQUIRE(mt_hold_restop_claim(old, MT_HOLD_CONTINUER, &next));
+    REQUIRE(w.compare_exchange_strong(old, next));
+    if (!(old & MT_HOLD_CONTINUER))
+        std::atomic_ref<uint64_t>(store.outstanding_[mt_hold_reason_index(MT_HOLD_CONTINUER)]).fetch_add(1);
+    deliver_restop(store, sig, pid);
+}
+
+TEST_CASE("holds: a process paused for continuing a held one resumes once that one's pause ends, not before") {
+    boost::asio::io_context io;
+    FakeStore store(64);
+    FakeSignals sig;
+    ProcessHolds holds(io, store, sig, [](uint32_t) { return uint64_t(0); });
+    CHECK(hold_process(store, sig, 41, MT_HOLD_SPAWN, false));   // a new child, held
+    CHECK(hold_process(store, sig, 42, MT_HOLD_MODULE, false));  // another, held for new code
+    pause_continuer(store, sig, 40, 41);                         // its parent continued the first
+    CHECK(sig.stopped(40));
+    CHECK(mt_hold_reasons(word(store, 40)) == MT_HOLD_CONTINUER);
+    // Another process's pause ending changes nothing for it.
+    holds.release(42, MT_HOLD_MODULE);
+    io.run();
+    io.restart();
+    CHECK_FALSE(sig.stopped(42));
+    CHECK(sig.stopped(40));
+    // Its child's does.
+    holds.release(41, MT_HOLD_SPAWN);
+    io.run();
+    io.restart();
+    CHECK_FALSE(sig.stopped(41));
+    CHECK_FALSE(sig.stopped(40));
+    CHECK(word(store, 40) == 0);
+    CHECK(holds.counts().released[mt_hold_reason_index(MT_HOLD_CONTINUER)] == 1);
+
+    // A continued process that exits while held (BPF clears its word, nothing tells memtrack):
+    // the backstop finds it.
+    CHECK(hold_process(store, sig, 44, MT_HOLD_SPAWN, false));
+    pause_continuer(store, sig, 43, 44);
+    holds.start();
+    for (int i = 0; i < 3; ++i) io.run_for(std::chrono::milliseconds(5));
+    CHECK(sig.stopped(43));  // 44 still held
+    store.words()[44] = 0;   // end_holds at its exit
+    std::atomic_ref<uint64_t>(store.outstanding_[mt_hold_reason_index(MT_HOLD_SPAWN)]).fetch_sub(1);
+    for (int i = 0; i < 20 && sig.stopped(43); ++i) io.run_for(std::chrono::milliseconds(5));
+    CHECK_FALSE(sig.stopped(43));
+    CHECK(word(store, 43) == 0);
+    holds.stop();
+    io.run();
 }
 
 TEST_CASE("holds: RESTOPs are counted up to their field's room, and forgotten when every reason ends") {

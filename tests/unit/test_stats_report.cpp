@@ -100,9 +100,9 @@ RunCounters distinct_counters() {
     c.links.code_full_scans = 408;
     c.objects = {409, 410, 411, 412, 414};
     c.links.exit_wakeups_early = 413;
-    c.holds.taken = {501, 502, 503, 504};
-    c.holds.released = {511, 512, 513, 514};
-    c.holds.exited = {521, 522, 523, 524};
+    c.holds.taken = {501, 502, 503, 504, 505};
+    c.holds.released = {511, 512, 513, 514, 515};
+    c.holds.exited = {521, 522, 523, 524, 525};
     c.holds.signals = 531;
     c.holds.signal_failures = 532;
     c.holds.failed = 533;
@@ -179,7 +179,8 @@ TEST_CASE("stats: each key reports its owner's counter") {
         "pauses": {"pressure": {"taken": 501, "released": 511, "exited": 521},
                    "snapshot": {"taken": 502, "released": 512, "exited": 522},
                    "spawn": {"taken": 503, "released": 513, "exited": 523},
-                   "module": {"taken": 504, "released": 514, "exited": 524}},
+                   "module": {"taken": 504, "released": 514, "exited": 524},
+                   "continuer": {"taken": 505, "released": 515, "exited": 525}},
         "unwind": {"objects": 701, "objects_without_cfi": 702, "objects_failed": 703,
                    "objects_shared_by_build_id": 704, "objects_from_cache": 723,
                    "objects_stored_in_cache": 724, "cache_errors": 725, "rows": 705, "rows_capacity": 706, "tables_full": 707,
