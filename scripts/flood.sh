@@ -28,7 +28,9 @@
 #                   ring and a slowed consumer, beside a competing busy loop
 #   -n N            iterations per writer (default 200000)
 #   -r RING         --ring-size (default 1M)
-#   -d DELAY_US     --consumer-delay-us (default 200)
+#   -d DELAY_US     --consumer-delay-us (default 2000: at 200 four writers on this 2-core
+#                   machine no longer reached the stop mark, 2026-12-04, and the run failed as
+#                   testing nothing)
 #   -s, --no-stacks passed to memtrack (no call stacks)
 #   -t TIMEOUT_S    give up after this many seconds: SIGTERM to memtrack, and a failure (default 600)
 #   -- ARGS         more `memtrack track` arguments (e.g. -- --resume-fill 0 --chunk-records 256)
@@ -37,7 +39,7 @@
 # both under the build lock /tmp/memtrack-build.lock (MEMTRACK_BUILD_LOCK; empty: no lock) so the
 # run overlaps no other build or test run of the machine. Prints one summary line:
 #
-#   flood: k=4 n=200000 ring=1M delay_us=200 records=... dropped=0 stops=... resumes=...
+#   flood: k=4 n=200000 ring=1M delay_us=2000 records=... dropped=0 stops=... resumes=...
 #          stopped_at_exit=0 paused_fraction=... stop_to_resume_ms=p50/p99 chunk_ms_max=... wall_s=...
 #
 # then reads the artifact back (`memtrack dump`): every writer must have exactly N Mallocs of its
@@ -62,7 +64,7 @@ K=4
 N=200000
 T=1
 RING=1M
-DELAY=200
+DELAY=2000
 DRAIN=""
 BUSY=0
 REPS=""
