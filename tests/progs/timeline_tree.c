@@ -11,11 +11,15 @@
  *             in every page, exits 0
  *
  * The parent exits 0 once each child ended as stated, FX_FIXTURE_BROKEN otherwise.
+ *
+ * timeline_tree touch-exec MIB PROGRAM [ARGS...]: no tree; maps MIB MiB of anonymous memory,
+ * writes a byte in every page, then execs PROGRAM (the old image's memory goes at the exec).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -36,6 +40,12 @@ static void touch(size_t mib)
 int main(int argc, char **argv)
 {
 	FX_REQUIRE(argc >= 2);
+	if (strcmp(argv[1], "touch-exec") == 0) {
+		FX_REQUIRE(argc >= 4);
+		touch((size_t)atoi(argv[2]));
+		execv(argv[3], argv + 3);
+		_exit(FX_FIXTURE_BROKEN);
+	}
 	const size_t mib = argc >= 3 ? (size_t)atoi(argv[2]) : FX_TIMELINE_TOUCH_MIB;
 	pid_t pid = fork();
 	FX_REQUIRE(pid >= 0);

@@ -123,6 +123,30 @@ TEST_CASE("timeline: RSS of a process that touches 128 MiB of anonymous memory, 
     CHECK(records <= 200);
 }
 
+TEST_CASE("timeline: an exec's teardown of the old image is not the new image's RSS") {
+    ROOT_SUITE_GUARD();
+    TempDir dir;
+    constexpr uint64_t mib = 64;
+    TrackResult t = track(dir, {fixture("timeline_tree"), "touch-exec", std::to_string(mib), fixture("exit3")});
+    REQUIRE_MESSAGE(t.run.status == 3, t.run.describe());
+    const auto all = read_all(memtrack::timeline_path_for(t.artifact));
+    const auto execs = of_type(all, Type::Exec);
+    REQUIRE(execs.size() == 2);  // the command itself (memtrack's child), then exit3
+    // From the command's exec on: the old image's records rise to the touched 64 MiB; the exec
+    // then frees it all in the old mm, which has no owner by then (on_rss reads an ownerless mm
+    // only as the current task's): none of that teardown is the process's RSS. Recorded (as
+    // with that check removed), it stepped down from 64 MiB to near 0 after the peak.
+    bool at_peak = false;
+    std::vector<uint64_t> after_peak;
+    for (auto& e : all) {
+        if (e.pid != t.root_pid || e.type != Type::Rss || e.time < execs[0].time) continue;
+        if (e.anon >= (mib - 1) << 20) at_peak = true;
+        else if (at_peak) after_peak.push_back(e.anon);
+    }
+    CHECK(at_peak);
+    for (uint64_t anon : after_peak) CHECK_MESSAGE(anon < (uint64_t(1) << 20), "an RSS record of ", anon, " bytes after the peak");
+}
+
 TEST_CASE("timeline: the report ends a heap at its exec (discarded) and at its exit (leaked)") {
     ROOT_SUITE_GUARD();
     TempDir dir;
