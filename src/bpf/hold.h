@@ -181,7 +181,7 @@ static inline bool mt_hold_resumed(__u32 old, bool sent, __u32 *next)
 /*
  * Someone else's SIGCONT reached a held process: a RESTOP is claimed before its SIGSTOP is sent.
  * `take`: a reason set with it (0: none), for a process that pauses itself with a RESTOP (the
- * sender of a SIGCONT to a process paused for pressure). false: nothing to send (no reason
+ * sender of a SIGCONT that ended a pause the paused process restores by itself). false: nothing to send (no reason
  * held: the SIGCONT ended no pause of ours), or no room to count one more (the process then runs
  * until its pause ends; the caller counts it).
  */
