@@ -8,7 +8,11 @@
  * record is written when some counter has moved, since the last record, by at least
  * max(granularity, its last recorded value / 64): small processes are followed to the
  * granularity (1 MiB by default), large ones to 1/64 of their size (a 4 GiB heap to 64 MiB).
- * A granularity of 0 records every change of a counter's value. The exact high-water mark comes separately, at exit.
+ * A granularity of 0 records every change of a counter's value. A record that showed no memory
+ * at all (the first one of a new image, often: its pages are still in the per-CPU parts of the
+ * counters, which the kernel folds into the shared value in batches) is followed by one at the
+ * next change, whatever its size, so a small process is never shown empty while it holds
+ * memory. The exact high-water mark comes separately, at exit.
  */
 #ifndef MEMTRACK_RSS_H
 #define MEMTRACK_RSS_H
@@ -29,10 +33,14 @@ struct mt_rss_sent {
 
 static inline bool mt_rss_moved(const struct mt_rss_sent *sent, const __u64 now[MT_RSS_MEMBERS], __u64 granularity)
 {
+	bool empty = true;
+	for (int m = 0; m < MT_RSS_MEMBERS; m++)
+		if (sent->bytes[m])
+			empty = false;
 	for (int m = 0; m < MT_RSS_MEMBERS; m++) {
 		__u64 was = sent->bytes[m];
 		__u64 d = now[m] > was ? now[m] - was : was - now[m];
-		if (!granularity) {
+		if (!granularity || empty) {
 			if (d)
 				return true;
 			continue;

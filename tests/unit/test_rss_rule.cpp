@@ -24,6 +24,18 @@ TEST_CASE("a small process is followed to the granularity, either way") {
     CHECK(moved(sent, 4 * kMiB, 10 * kMiB, 0, kMiB, kMiB));
 }
 
+TEST_CASE("a record that showed no memory is followed by one at the next change, however small") {
+    // A new image's first record often reads 0 everywhere (its pages not yet folded into the
+    // kernel's shared counts); at 1 MiB steps from there a small program never showed any.
+    const mt_rss_sent empty{{0, 0, 0, 0}};
+    CHECK(moved(empty, 128 * 1024, 0, 0, 0, kMiB));
+    CHECK(moved(empty, 0, 4096, 0, 0, kMiB));
+    CHECK_FALSE(moved(empty, 0, 0, 0, 0, kMiB));
+    // Not once something was shown.
+    const mt_rss_sent some{{4096, 0, 0, 0}};
+    CHECK_FALSE(moved(some, 128 * 1024, 0, 0, 0, kMiB));
+}
+
 TEST_CASE("a large process is followed to 1/64 of each counter") {
     mt_rss_sent sent{{0, 4096 * kMiB, 0, 0}};  // 4 GiB anonymous: steps of 64 MiB
     CHECK_FALSE(moved(sent, 0, 4096 * kMiB + 63 * kMiB, 0, 0, kMiB));
