@@ -11,10 +11,11 @@ namespace memtrack {
 namespace asio = boost::asio;
 
 PressureControl::PressureControl(asio::io_context& io, ProcessHolds& holds, WatermarkPolicy policy)
-    : strand_(asio::make_strand(io)), holds_(holds), policy_(policy), backstop_(strand_) {}
+    : strand_(asio::make_strand(io)), holds_(holds), policy_(policy),
+      backstop_(strand_, std::chrono::milliseconds(5), [this] { evaluate(); }) {}
 
 void PressureControl::start() {
-    asio::post(strand_, [this] { arm_backstop(); });
+    asio::post(strand_, [this] { backstop_.start(); });
 }
 
 void PressureControl::on_chunk(double fill) {
@@ -45,18 +46,7 @@ void PressureControl::resume_all(Done done) {
 void PressureControl::stop() {
     asio::post(strand_, [this] {
         stopped_ = true;
-        backstop_.cancel();
-    });
-}
-
-void PressureControl::arm_backstop() {
-    // Covers a pause taken just after the consumer's last chunk report, and busy releases.
-    if (stopped_) return;
-    backstop_.expires_after(std::chrono::milliseconds(5));
-    backstop_.async_wait([this](boost::system::error_code ec) {
-        if (ec) return;
-        evaluate();
-        arm_backstop();
+        backstop_.stop();
     });
 }
 

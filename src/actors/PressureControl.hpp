@@ -6,9 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include <boost/asio/steady_timer.hpp>
-
 #include "actors/Messages.hpp"
+#include "core/Backstop.hpp"
 
 namespace memtrack {
 
@@ -41,13 +40,13 @@ public:
 private:
     // Touched only on strand_.
     void evaluate();
-    void arm_backstop();
     bool rings_low() const;
 
     Strand strand_;
     ProcessHolds& holds_;
     WatermarkPolicy policy_;
-    boost::asio::steady_timer backstop_;
+    // Covers a pause taken just after the consumer's last chunk report, and busy releases.
+    Backstop backstop_;
     // Fills are read live when deciding, and again before each process is resumed: a reported
     // fill is stale by the time a timer fires, and resuming on a stale low fill let producers
     // run straight through a full ring.

@@ -70,7 +70,7 @@ ProcessLinks::ProcessLinks(asio::io_context& io, BpfSession& bpf, ProcessHolds& 
       python_(bpf.python_procs_fd(), bpf.object_files(), python_code),
       spawns_(open_spawns(bpf.spawns_ring_fd(), &ProcessLinks::on_spawn_record, this), ring_buffer__free),
       spawns_watch_(strand_, ::dup(ring_buffer__epoll_fd(spawns_.get()))),
-      backstop_(strand_) {}
+      backstop_(strand_, kBackstop, [this] { scan_held(); }) {}
 
 ProcessLinks::~ProcessLinks() { hand_all_links(); }
 
@@ -170,7 +170,7 @@ Result<void> ProcessLinks::use_shared(uint64_t t0, const std::vector<ProbedObjec
 void ProcessLinks::start() {
     asio::post(strand_, [this] {
         arm_spawn_watch();
-        arm_backstop();
+        backstop_.start();
     });
 }
 
@@ -179,7 +179,7 @@ void ProcessLinks::stop() {
         stopped_ = true;
         boost::system::error_code ec;
         spawns_watch_.cancel(ec);
-        backstop_.cancel();
+        backstop_.stop();
         // Whoever is still held gets its probes now (or is released without them): nobody stays
         // stopped behind us.
         scan_held(true);
@@ -215,15 +215,6 @@ void ProcessLinks::arm_spawn_watch() {
         if (ec || stopped_) return;
         on_spawns();
         arm_spawn_watch();
-    });
-}
-
-void ProcessLinks::arm_backstop() {
-    backstop_.expires_after(kBackstop);
-    backstop_.async_wait([this](boost::system::error_code ec) {
-        if (ec || stopped_) return;
-        scan_held();
-        arm_backstop();
     });
 }
 

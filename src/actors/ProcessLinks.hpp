@@ -25,12 +25,12 @@
 #include <vector>
 
 #include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include "probes/PythonProcs.hpp"
 
 #include "actors/ActorCounters.hpp"
 #include "actors/Messages.hpp"
+#include "core/Backstop.hpp"
 #include "core/Result.hpp"
 #include "probes/BpfSession.hpp"
 #include "probes/LinkCloser.hpp"
@@ -111,7 +111,6 @@ private:
     void release_new_code(uint32_t pid, uint32_t source);
     void scan_held(bool all = false);
     void arm_spawn_watch();
-    void arm_backstop();
     void on_exit(pid_t pid);
     static int on_spawn_record(void* ctx, void* data, size_t size);
 
@@ -124,7 +123,7 @@ private:
     PythonProcs python_;
     std::unique_ptr<ring_buffer, void (*)(ring_buffer*)> spawns_;
     boost::asio::posix::stream_descriptor spawns_watch_;
-    boost::asio::steady_timer backstop_;
+    Backstop backstop_;  // a scan of the held index, for notices the spawns ring had no room for
     std::vector<Notice> pending_;  // notices read, not yet handled
     std::map<pid_t, Process> processes_;
     // New processes whose spawn release was asked, until they no longer look held: the ring's

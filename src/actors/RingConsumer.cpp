@@ -14,11 +14,12 @@ namespace asio = boost::asio;
 
 RingConsumer::RingConsumer(asio::io_context& io, RingView& ring, BatchQueue& out, Options opt)
     : strand_(asio::make_strand(io)), ring_(ring), out_(out), opt_(opt),
-      wake_(strand_, ::dup(ring.fd())), delay_timer_(strand_), backstop_timer_(strand_) {}
+      wake_(strand_, ::dup(ring.fd())), delay_timer_(strand_),
+      backstop_(strand_, opt_.backstop, [this] { on_kick(); }) {}
 
 void RingConsumer::start() {
     asio::post(strand_, [this] {
-        arm_backstop();
+        backstop_.start();
         on_kick();
     });
 }
@@ -53,7 +54,7 @@ void RingConsumer::stop() {
         boost::system::error_code ec;
         wake_.cancel(ec);
         delay_timer_.cancel();
-        backstop_timer_.cancel();
+        backstop_.stop();
         wake_.close(ec);
     });
 }
@@ -154,16 +155,6 @@ void RingConsumer::arm_wait() {
     wake_.async_wait(asio::posix::stream_descriptor::wait_read, [this](boost::system::error_code ec) {
         wait_armed_ = false;
         if (!ec) on_kick();
-    });
-}
-
-void RingConsumer::arm_backstop() {
-    if (stopped_) return;
-    backstop_timer_.expires_after(opt_.backstop);
-    backstop_timer_.async_wait([this](boost::system::error_code ec) {
-        if (ec) return;
-        on_kick();
-        arm_backstop();
     });
 }
 

@@ -11,6 +11,7 @@
 
 #include "actors/ActorCounters.hpp"
 #include "actors/Messages.hpp"
+#include "core/Backstop.hpp"
 #include "ring/RingView.hpp"
 
 namespace memtrack {
@@ -59,7 +60,6 @@ private:
     void read_chunk();
     void schedule_next();
     void arm_wait();
-    void arm_backstop();
     void complete_drains();
 
     Strand strand_;
@@ -73,7 +73,7 @@ private:
     BatchPool* pool_ = nullptr;
     boost::asio::posix::stream_descriptor wake_;
     boost::asio::steady_timer delay_timer_;
-    boost::asio::steady_timer backstop_timer_;
+    Backstop backstop_;
     bool scheduled_ = false;  // a read_chunk is posted or waiting on the delay timer
     bool wait_armed_ = false;
     bool blocked_on_queue_ = false;

@@ -115,11 +115,15 @@ FinalPass release_all_for_good(HoldStore& store, HoldSignals& signals, std::chro
     return pass;
 }
 
+std::optional<uint32_t> hold_word_now(HoldStore& store, uint32_t pid) {
+    if (pid == MT_HOLD_CLOSED_WORD || pid >= store.capacity()) return std::nullopt;
+    return word_of(store, pid).load();
+}
+
 std::vector<uint32_t> pids_held_for(HoldStore& store, uint32_t reasons) {
     std::vector<uint32_t> pids;
     for (uint32_t pid : store.indexed())
-        if (pid != MT_HOLD_CLOSED_WORD && pid < store.capacity() && (word_of(store, pid).load() & reasons))
-            pids.push_back(pid);
+        if (auto w = hold_word_now(store, pid); w && (*w & reasons)) pids.push_back(pid);
     return pids;
 }
 

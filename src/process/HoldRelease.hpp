@@ -52,6 +52,9 @@ void close_protocol(HoldStore& store);
 FinalPass release_all_for_good(HoldStore& store, HoldSignals& signals,
                                std::chrono::milliseconds sender_wait = std::chrono::milliseconds(2000));
 
+// pid's hold word as it is now; none for a pid without one (0, the closed flag's, or past the array).
+std::optional<uint32_t> hold_word_now(HoldStore& store, uint32_t pid);
+
 // Indexed pids whose word holds `reason` (any reason with MT_HOLD_REASON_MASK).
 std::vector<uint32_t> pids_held_for(HoldStore& store, uint32_t reasons);
 

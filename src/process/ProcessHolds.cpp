@@ -24,39 +24,26 @@ static_assert(MT_COUNTER_UNWIND_CFI_FRAMES - MT_COUNTER_HOLDS_EXITED == MT_HOLD_
 ProcessHolds::ProcessHolds(asio::io_context& io, HoldStore& store, HoldSignals& signals,
                            std::function<uint64_t(uint32_t)> kernel_counter)
     : strand_(asio::make_strand(io)), store_(store), signals_(signals),
-      kernel_counter_(std::move(kernel_counter)), retry_timer_(strand_), continuer_backstop_(strand_) {}
+      kernel_counter_(std::move(kernel_counter)), retry_timer_(strand_),
+      continuer_backstop_(strand_, kContinuerBackstop, [this] { release_continuers(); }) {}
 
 void ProcessHolds::start() {
-    asio::post(strand_, [this] { arm_continuer_backstop(); });
+    asio::post(strand_, [this] { continuer_backstop_.start(); });
 }
 
 void ProcessHolds::stop() {
-    asio::post(strand_, [this] {
-        stopped_ = true;
-        continuer_backstop_.cancel();
-    });
-}
-
-void ProcessHolds::arm_continuer_backstop() {
-    if (stopped_) return;
-    continuer_backstop_.expires_after(kContinuerBackstop);
-    continuer_backstop_.async_wait([this](boost::system::error_code ec) {
-        if (ec) return;
-        release_continuers();
-        arm_continuer_backstop();
-    });
+    asio::post(strand_, [this] { continuer_backstop_.stop(); });
 }
 
 // A CONTINUER pause ends once the process it continued holds no reason but being a continuer
-// too (released, exited, or its pid taken by a process not held). Busy ones are retried.
+// too (released, exited, or its pid taken by a process not held). Busy ones are retried. Run
+// after every handler that ends pauses (cheap while no continuer is paused), and by the backstop.
 void ProcessHolds::release_continuers() {
     if (outstanding(MT_HOLD_CONTINUER) == 0) return;
     for (uint32_t pid : pids_held_for(store_, MT_HOLD_CONTINUER)) {
         const std::optional<mt_held> e = store_.entry(pid);
-        const uint32_t target = e ? e->continued : 0;
-        if (target && target != MT_HOLD_CLOSED_WORD && target < store_.capacity() &&
-            !mt_hold_continued_ended(std::atomic_ref<uint32_t>(store_.words()[target]).load()))
-            continue;
+        const std::optional<uint32_t> target = e ? hold_word_now(store_, e->continued) : std::nullopt;
+        if (target && !mt_hold_continued_ended(*target)) continue;
         if (!try_release(pid, MT_HOLD_CONTINUER)) {
             retries_.emplace(pid, MT_HOLD_CONTINUER);
             arm_retry();
@@ -70,6 +57,7 @@ void ProcessHolds::release(uint32_t pid, uint32_t reason) {
             retries_.emplace(pid, reason);
             arm_retry();
         }
+        release_continuers();  // a pause ended: whoever continued that process may go on too
     });
 }
 
@@ -84,6 +72,7 @@ void ProcessHolds::release_every(uint32_t reason, std::function<bool()> still_wa
             }
             try_release(pids[(first + i) % pids.size()], reason);
         }
+        release_continuers();  // once for the round, not per process
         if (done) done();
     });
 }
@@ -94,8 +83,6 @@ bool ProcessHolds::try_release(uint32_t pid, uint32_t reason) {
     if (r.outcome == HoldRelease::Outcome::Busy) return false;
     if (r.error) log::error("resume {}: {}", pid, r.error->message());
     if (r.released()) account(pid, reason, r);
-    // A pause ended: whoever continued that process may go on too.
-    if (r.released() && reason != MT_HOLD_CONTINUER) release_continuers();
     return true;
 }
 
@@ -129,6 +116,7 @@ void ProcessHolds::arm_retry() {
         retries_.clear();
         for (auto [pid, reason] : pending)
             if (!try_release(pid, reason)) retries_.emplace(pid, reason);
+        release_continuers();
         if (!retries_.empty()) arm_retry();
     });
 }
@@ -145,7 +133,7 @@ void ProcessHolds::stop_pausing() {
 
 FinalPass ProcessHolds::close() {
     retry_timer_.cancel();
-    continuer_backstop_.cancel();
+    continuer_backstop_.stop();
     retries_.clear();
     // Each hold still there ends as any other does (counted, timed); release_all_for_good then
     // closes the protocol and ends whatever a sender in flight still had.

@@ -20,6 +20,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "bpf/hold.h"
+#include "core/Backstop.hpp"
 #include "core/Strand.hpp"
 #include "process/HoldRelease.hpp"
 #include "process/HoldStore.hpp"
@@ -70,7 +71,6 @@ private:
     bool try_release(uint32_t pid, uint32_t reason);
     void release_continuers();
     void arm_retry();
-    void arm_continuer_backstop();
     void account(uint32_t pid, uint32_t reason, const HoldRelease& r);
 
     Strand strand_;
@@ -78,8 +78,7 @@ private:
     HoldSignals& signals_;
     std::function<uint64_t(uint32_t)> kernel_counter_;
     boost::asio::steady_timer retry_timer_;
-    boost::asio::steady_timer continuer_backstop_;
-    bool stopped_ = false;
+    Backstop continuer_backstop_;
     std::set<std::pair<uint32_t, uint32_t>> retries_;  // (pid, reason) found busy
     bool retry_armed_ = false;
     std::array<std::atomic<uint64_t>, MT_HOLD_REASONS> released_{};
