@@ -23,6 +23,9 @@ Result<ElfFile> open_elf(const std::string& path, Elf_Cmd cmd) {
     ElfFile f;
     f.fd = Fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!f.fd.valid()) return errno_error("open", path);
+    // A small file is read with pread: mapping it cost an mmap, its page faults and a munmap
+    // (which interrupts memtrack's other threads) for each new library a hold examines. A large
+    // one stays mapped: its sections are not copied to the heap.
     struct stat st {};
     if (cmd == ELF_C_READ_MMAP && ::fstat(f.fd.get(), &st) == 0 && st.st_size < kSmallElf) cmd = ELF_C_READ;
     f.elf.reset(elf_begin(f.fd.get(), cmd, nullptr));
