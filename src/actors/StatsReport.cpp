@@ -75,6 +75,7 @@ KernelCounters read_kernel_counters(const BpfSession& bpf) {
     k.holds_escaped = bpf.counters().shown(MT_COUNTER_HOLDS_ESCAPED);
     k.holds_restopped_self = bpf.counters().shown(MT_COUNTER_HOLDS_RESTOPPED_SELF);
     k.continuers_paused = bpf.counters().shown(MT_COUNTER_CONTINUERS_PAUSED);
+    k.holds_caught_at_start = bpf.counters().shown(MT_COUNTER_HOLDS_CAUGHT_AT_START);
     k.loader_hooks_missed = bpf.counters().shown(MT_COUNTER_LOADER_HOOKS_MISSED);
     k.loader_missed_untrapped = bpf.counters().shown(MT_COUNTER_LOADER_MISSED_UNTRAPPED);
     k.loader_missed_rejected = bpf.counters().shown(MT_COUNTER_LOADER_MISSED_REJECTED);
@@ -201,6 +202,7 @@ boost::json::object stats_json(const RunCounters& c) {
         {"holds_escaped", k.holds_escaped},
         {"holds_restopped_self", k.holds_restopped_self},
         {"continuers_paused", k.continuers_paused},
+        {"holds_caught_at_start", k.holds_caught_at_start},
         {"loader_hooks_missed", k.loader_hooks_missed},
         {"loader_missed_untrapped", k.loader_missed_untrapped},
         {"loader_missed_rejected", k.loader_missed_rejected},

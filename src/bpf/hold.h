@@ -115,16 +115,30 @@ static inline bool mt_hold_continued_ended(__u32 continued_word)
 	return !(mt_hold_reasons(continued_word) & ~MT_HOLD_CONTINUER);
 }
 
-/* Whether a process held before it ran, stopping with registers (ip, sp) while its hold word
- * is `word`, ran meanwhile during the pause that was watched. */
-static inline bool mt_hold_ran_unheld(const struct mt_held *h, __u32 word, __u64 ip, __u64 sp)
+/* Whether the pause watched for a process held before it ran still holds (`word`: its hold word). */
+static inline bool mt_hold_unrun_watched(const struct mt_held *h, __u32 word)
 {
 	if (!h->unrun_ip || !(word & h->unrun_reason))
 		return false; /* nothing watched, or the pause has ended: it may run */
 	__u32 r = mt_hold_reason_index(h->unrun_reason);
-	if (r >= MT_HOLD_REASONS || h->since_ns[r] != h->unrun_since)
-		return false; /* a later pause for the same reason, not watched */
-	return ip != h->unrun_ip || sp != h->unrun_sp;
+	return r < MT_HOLD_REASONS && h->since_ns[r] == h->unrun_since; /* else a later pause, not watched */
+}
+
+/* Whether a process held before it ran, stopping with registers (ip, sp) while its hold word
+ * is `word`, ran meanwhile during the pause that was watched. */
+static inline bool mt_hold_ran_unheld(const struct mt_held *h, __u32 word, __u64 ip, __u64 sp)
+{
+	return mt_hold_unrun_watched(h, word) && (ip != h->unrun_ip || sp != h->unrun_sp);
+}
+
+/*
+ * Whether a process held before it ran is at its very first instruction, (ip, sp) the
+ * registers it was held with, while that pause still holds: someone else's SIGCONT let it
+ * reach user space, and it has run nothing yet (the first-run probe stops it there).
+ */
+static inline bool mt_hold_first_run(const struct mt_held *h, __u32 word, __u64 ip, __u64 sp)
+{
+	return mt_hold_unrun_watched(h, word) && ip == h->unrun_ip && sp == h->unrun_sp;
 }
 
 /*

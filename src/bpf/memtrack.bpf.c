@@ -1575,6 +1575,84 @@ static __always_inline void restop_continued_self(struct kernel_siginfo *info)
 }
 
 /*
+ * Senders whose SIGCONT broke a hold the held process does not restore by itself (a new child
+ * the SIGCONT reached before its first stop, a stop still pending): the held process got the
+ * RESTOP, the one signal that program run could send, and the sender owes a pause (the held
+ * process's tgid), taken where it resumes after the system call (after_syscall). Without it a
+ * sender continuing a new child over and over cancelled each RESTOP before the child took it,
+ * hundreds of times a child, until one reached user code before its probes existed.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u32);
+} owed_pauses SEC(".maps");
+
+/* The current thread's SIGCONT broke `target`'s hold, which got a RESTOP: it pauses once back. */
+static __always_inline void owe_pause(__u32 target)
+{
+	__u32 tgid = current_tgid();
+	if (!tgid || tgid == target || !bpf_map_lookup_elem(&tracked, &tgid))
+		return;
+	__u32 *owed = bpf_task_storage_get(&owed_pauses, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (owed)
+		*owed = target;
+}
+
+/* Back from the system call that sent it: the pause owed, unless the held process's pause ended. */
+static __always_inline void pay_owed_pause(void)
+{
+	__u32 *owed = bpf_task_storage_get(&owed_pauses, bpf_get_current_task_btf(), 0, 0);
+	if (!owed || !*owed)
+		return;
+	__u32 target = *owed;
+	*owed = 0;
+	__u32 *tw = hold_word(target);
+	__u32 reasons = tw ? mt_hold_reasons(*(volatile __u32 *)tw) : 0;
+	if (reasons)
+		pause_continuer(target, reasons);
+}
+
+/*
+ * Where a process resumes in user space after a system call that matters to its holds, through
+ * links without a pid filter, in every process mapping the object (ObjectProbes' after_syscall
+ * sites): here, in its own context, bpf_send_signal sends at once (no irq_work), so the SIGSTOP
+ * is pending before the probed instruction is stepped, and taken right after it.
+ * - After kill and the like (MT_AFTER_SIGNAL): a sender pays the pause it owes (owe_pause).
+ * - After fork's system call (a new child), at the entry (a new image): a process held before
+ *   it ran (watch_unrun) reaches one only if someone else's SIGCONT cancelled the hold's SIGSTOP
+ *   before it took it. A new child the SIGCONT reached first notifies nobody
+ *   (restop_continued_self), and its sender's RESTOP comes through irq_work, which a child
+ *   running on another CPU can outrun. It stops itself here, before any code of its own.
+ */
+SEC("uprobe")
+int after_syscall(struct pt_regs *ctx)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	if (cookie & MT_AFTER_SIGNAL) {
+		pay_owed_pause();
+		return 0;
+	}
+	__u32 tgid = current_tgid();
+	struct mt_held *h = tgid ? bpf_map_lookup_elem(&held, &tgid) : NULL;
+	__u32 *w = tgid ? hold_word(tgid) : NULL;
+	if (!h || !w || !mt_hold_first_run(h, *(volatile __u32 *)w, PT_REGS_IP(ctx), PT_REGS_SP(ctx)))
+		return 0;
+	__u32 old = 0;
+	if (!claim_restop(w, 0, &old) || !send_self_restop(w))
+		return 0; /* released meanwhile, or no room: the watch judges its stop */
+	/*
+	 * It stops past the stepped instruction (it neither branches nor moves the stack). The
+	 * watch moves there, not away: a SIGCONT that cancels this SIGSTOP before it is taken lets
+	 * the process run on, and the stop that comes later is an escape.
+	 */
+	h->unrun_ip += cookie & MT_AFTER_LENGTH_MASK;
+	count(MT_COUNTER_HOLDS_CAUGHT_AT_START);
+	return 0;
+}
+
+/*
  * Someone else's SIGSTOP or SIGCONT to a tracked process (hold.h's USER_STOP): a process stopped
  * by its user, its shell or itself stays stopped when its pause ends. memtrack's own signals
  * (its SIGCONTs and the SIGSTOP after one) are the protocol's; BPF's SIGSTOPs are the kernel's
@@ -1626,12 +1704,16 @@ int BPF_PROG(on_signal, int sig, struct kernel_siginfo *info, struct task_struct
 	} else {
 		__sync_fetch_and_and(w, ~MT_HOLD_USER_STOP);
 		/* Where the process stops itself again, the one signal this run may send pauses the
-		 * sender (pause_continuer); elsewhere it is the process's RESTOP. */
+		 * sender (pause_continuer); elsewhere it is the process's RESTOP, and the sender pauses
+		 * once back from its system call (owe_pause). */
 		__u32 reasons = mt_hold_reasons(*(volatile __u32 *)w);
-		if (stops_itself(task, reasons) && pause_continuer(tgid, reasons))
+		if (stops_itself(task, reasons) && pause_continuer(tgid, reasons)) {
 			count(MT_COUNTER_HOLDS_BROKEN);
-		else
+		} else {
 			restop(task, w);
+			if (reasons)
+				owe_pause(tgid);
+		}
 	}
 	return 0;
 }

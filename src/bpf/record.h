@@ -254,6 +254,7 @@ enum mt_counter {
 	MT_COUNTER_HOLDS_ESCAPED,    /* processes held before they ran that ran all the same: must stay 0 */
 	MT_COUNTER_HOLDS_RESTOPPED_SELF, /* RESTOPs a held process sent itself from its own context */
 	MT_COUNTER_CONTINUERS_PAUSED, /* senders paused because their SIGCONT ended a pause (hold.h) */
+	MT_COUNTER_HOLDS_CAUGHT_AT_START, /* processes held before they ran, stopped at their first instruction */
 	/*
 	 * Exec'd images that map the loader and exited normally without its hook ever holding them
 	 * (their libraries were never probed): must stay 0. Then, by what the exec_watch bits say:
@@ -289,5 +290,13 @@ enum mt_code_source {
 	MT_CODE_EXEC = 1,   /* a new image: its executable and the loader are mapped, no library yet */
 	MT_CODE_LOADER = 2, /* the loader's hook: objects mapped (or unmapped), not yet initialized */
 };
+
+/*
+ * An after-syscall probe's cookie (ObjectProbes::after_syscall): the length of the instruction
+ * probed (a process stopped there stops right after it), and MT_AFTER_SIGNAL at a signal
+ * function's site (a sender resuming after kill and the like), else a new process's or image's.
+ */
+#define MT_AFTER_LENGTH_MASK 0xffu
+#define MT_AFTER_SIGNAL 0x100u
 
 #endif

@@ -3,6 +3,7 @@
 #include <link.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -22,6 +23,45 @@ std::string ObjectProbes::kinds_text() const {
     return s.empty() ? "none" : s;
 }
 
+namespace {
+
+// Where a process resumes after a system call that matters to its holds: after the system call
+// of each fork function the object defines (a new child) and of each signal function (a sender),
+// and at its entry point (a new image). Each site's cookie: its instruction's length (BPF's watch
+// moves past it), with MT_AFTER_SIGNAL for a sender's.
+void add_after_syscall_sites(const ElfSymbols& elf, UprobeMultiSpec& spec) {
+    std::map<uint64_t, uint64_t> sites;  // file offset -> cookie
+    auto after_first_syscall = [&](const std::vector<std::string>& names, uint64_t flags) {
+        for (const std::string& name : names) {
+            auto sym = elf.find(name);
+            if (!sym) continue;
+            auto code = elf.code(*sym, 256);
+            const auto site = code ? site_after_first_syscall(*code, sym->vaddr) : std::nullopt;
+            if (!site) {
+                log::info("{} in {}: no instruction to stop after its system call", name, elf.path());
+                continue;
+            }
+            sites.emplace(sym->file_offset + site->offset, site->length | flags);
+            log::info("after syscall: {}+{:#x} at {:#x} in {}", name, site->offset, sym->file_offset + site->offset, elf.path());
+        }
+    };
+    after_first_syscall(fork_functions(), 0);
+    after_first_syscall(signal_functions(), MT_AFTER_SIGNAL);
+    if (auto entry = elf.entry()) {
+        auto code = elf.code(*entry, 16);
+        if (auto site = code ? site_at_entry(*code, entry->vaddr) : std::nullopt)
+            sites.emplace(entry->file_offset, site->length);
+        else
+            log::info("entry of {}: no instruction to stop after: an image it starts is not stopped there", elf.path());
+    }
+    for (const auto& [offset, cookie] : sites) {
+        spec.offsets.push_back(offset);
+        spec.cookies.push_back(cookie);
+    }
+}
+
+}  // namespace
+
 Result<ObjectProbes> resolve_object_probes(const std::string& path, bool place) {
     auto file = ObjectFile::open(path);
     if (!file) return file.error();
@@ -34,10 +74,11 @@ Result<ObjectProbes> resolve_object_probes(std::shared_ptr<const ObjectFile> fil
     if (!elf) return elf.error();
     ObjectProbes out;
     out.path = path;
-    out.entry.path = out.ret.path = path;
+    out.entry.path = out.ret.path = out.after_syscall.path = path;
     out.ret.retprobe = true;
     out.kinds = classify(*elf);
     if (out.kinds.empty()) return out;
+    add_after_syscall_sites(*elf, out.after_syscall);
     out.r_debug = elf->object_vaddr("_r_debug");
     // Names sharing one address (aliases) get one probe, the first name's function.
     std::set<uint64_t> seen;

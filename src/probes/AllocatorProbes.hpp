@@ -20,6 +20,10 @@ struct ObjectProbes {
     std::vector<AllocatorKind> kinds;  // empty: nothing memtrack knows, nothing to probe
     UprobeMultiSpec entry;
     UprobeMultiSpec ret;
+    // Where a process resumes after a system call that matters to its holds (a new process after
+    // fork's, a new image at the entry point, a sender after kill's), for BPF's after_syscall:
+    // attached for every process (BpfSession::after_syscalls).
+    UprobeMultiSpec after_syscall;
     size_t functions = 0;              // names probed (aliases of one address included)
     // The loader's: where its r_debug (the list of loaded objects) is, as an ELF vaddr.
     std::optional<uint64_t> r_debug;

@@ -9,6 +9,13 @@
 namespace memtrack {
 namespace {
 
+// The function at `vaddr` if one of the executable `segments` holds it, with its file offset.
+std::optional<FunctionSymbol> code_at(const std::vector<LoadSegment>& segments, uint64_t vaddr, uint64_t size) {
+    for (const auto& seg : segments)
+        if (vaddr >= seg.vaddr && vaddr < seg.vaddr + seg.filesz) return FunctionSymbol{vaddr, size, vaddr - seg.vaddr + seg.offset};
+    return std::nullopt;
+}
+
 // Adds the functions of `elf`'s symbol tables named in `want` (all when empty; labels without a
 // type too when named) that fall in `segments`, and the data objects named in `want`; a name already there keeps its first symbol.
 void add_functions(Elf* elf, const std::vector<LoadSegment>& segments, const SymbolNames& want, bool symtab_only,
@@ -37,14 +44,8 @@ void add_functions(Elf* elf, const std::vector<LoadSegment>& segments, const Sym
             if (type != STT_FUNC && type != STT_GNU_IFUNC && (type != STT_NOTYPE || want.empty())) continue;
             const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
             if (!name || !*name || (!want.empty() && !want.count(name))) continue;
-            for (const auto& seg : segments) {
-                if (sym.st_value >= seg.vaddr && sym.st_value < seg.vaddr + seg.filesz) {
-                    // .dynsym comes first and wins: it is what the dynamic linker binds.
-                    out.try_emplace(name, FunctionSymbol{sym.st_value, sym.st_size,
-                                                         sym.st_value - seg.vaddr + seg.offset});
-                    break;
-                }
-            }
+            // .dynsym comes first and wins: it is what the dynamic linker binds.
+            if (auto fn = code_at(segments, sym.st_value, sym.st_size)) out.try_emplace(name, *fn);
         }
     }
 }
@@ -67,6 +68,8 @@ Result<ElfSymbols> ElfSymbols::load(std::shared_ptr<const ObjectFile> file, cons
     ElfSymbols out;
     out.path_ = file->path();
     add_functions((*open)->file.elf.get(), segments, want, false, out.functions_, out.objects_);
+    GElf_Ehdr eh;
+    if (gelf_getehdr((*open)->file.elf.get(), &eh) && eh.e_entry != 0) out.entry_ = code_at(segments, eh.e_entry, 0);
     // Local symbols of a stripped file (glibc's internal functions) come from its separate debug
     // file, found by build-id as libdwfl finds it; the code stays the file's own.
     if ((*open)->debug) {

@@ -38,6 +38,9 @@ public:
     std::optional<FunctionSymbol> find(std::string_view name) const;
     // The address (st_value) of a data object named in `wanted`.
     std::optional<uint64_t> object_vaddr(std::string_view name) const;
+    // The file's entry point (e_entry) as a function of no known size: where an exec of it, or of
+    // a program it is the interpreter of, first runs. nullopt: none, or outside its code.
+    std::optional<FunctionSymbol> entry() const { return entry_; }
     bool has(std::string_view name) const { return functions_.count(std::string(name)) != 0; }
     const std::string& path() const { return path_; }
     const std::string& debug_path() const { return debug_path_; }  // empty: none read
@@ -50,6 +53,7 @@ private:
     std::string debug_path_;
     std::unordered_map<std::string, FunctionSymbol> functions_;
     std::unordered_map<std::string, uint64_t> objects_;
+    std::optional<FunctionSymbol> entry_;
 };
 
 }  // namespace memtrack

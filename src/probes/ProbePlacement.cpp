@@ -188,4 +188,49 @@ Placement place_probe(const std::vector<uint8_t>& code, uint64_t entry_vaddr, un
     return at_entry("entry: no emulated instruction in the prologue");
 }
 
+namespace {
+
+// Whether an after-syscall probe may sit on `i`: it is stepped (not emulated), does not branch and
+// does not move the stack pointer, so a process stopped right after it stands at i.size bytes
+// further with the stack pointer it had (what BPF's watch then expects).
+bool after_syscall_steppable(csh h, const cs_insn& i) {
+    if (emulated(h, i) || is_branch(i)) return false;
+    cs_regs read, write;
+    uint8_t nread = 0, nwrite = 0;
+    if (cs_regs_access(h, &i, read, &nread, write, &nwrite) != CS_ERR_OK) return false;
+    for (uint8_t w = 0; w < nwrite; ++w)
+        if (gpr_index(h, write[w]) == kStackPointer) return false;
+    return true;
+}
+
+}  // namespace
+
+std::optional<AfterSyscallSite> site_at_entry(const std::vector<uint8_t>& code, uint64_t vaddr) {
+    Handle cs;
+    if (!cs.ok || code.empty()) return std::nullopt;
+    Insns d;
+    d.count = cs_disasm(cs.h, code.data(), code.size(), vaddr, 1, &d.insn);
+    if (d.count == 0 || !after_syscall_steppable(cs.h, d.insn[0])) return std::nullopt;
+    return AfterSyscallSite{0, uint8_t(d.insn[0].size)};
+}
+
+std::optional<AfterSyscallSite> site_after_first_syscall(const std::vector<uint8_t>& code, uint64_t entry_vaddr) {
+    Handle cs;
+    if (!cs.ok || code.empty()) return std::nullopt;
+    Insns d;
+    d.count = cs_disasm(cs.h, code.data(), code.size(), entry_vaddr, 0, &d.insn);
+    for (size_t k = 0; k + 1 < d.count; ++k) {
+        const cs_insn& i = d.insn[k];
+        if (i.id == X86_INS_SYSCALL) {
+            const cs_insn& next = d.insn[k + 1];
+            if (!after_syscall_steppable(cs.h, next)) return std::nullopt;
+            return AfterSyscallSite{next.address - entry_vaddr, uint8_t(next.size)};
+        }
+        // The search follows the straight line from the entry: a return or an unconditional
+        // jump ends it (what follows may be another function's code or data).
+        if (i.id == X86_INS_RET || i.id == X86_INS_JMP) return std::nullopt;
+    }
+    return std::nullopt;
+}
+
 }  // namespace memtrack

@@ -9,6 +9,7 @@
 // probe (mimalloc's malloc copies its size from rdi to rsi, then loads its heap into rdi).
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,5 +32,20 @@ Placement entry_placement(unsigned first_arg, std::string reason);
 // mimalloc's mi_heap_*, whose first argument is the heap).
 Placement place_probe(const std::vector<uint8_t>& code, uint64_t entry_vaddr, unsigned arg_count,
                       unsigned first_arg = 0);
+
+// An after-syscall probe site (ObjectProbes::after_syscall): the first instruction a process runs
+// after a system call (a new process after fork's, a new image at its entry, a sender after
+// kill's), one BPF may stop it right after: `length` bytes further, with the same stack pointer
+// (the instruction is stepped, not emulated, and neither branches nor moves the stack).
+struct AfterSyscallSite {
+    uint64_t offset = 0;  // bytes past the start of the code given
+    uint8_t length = 0;   // the instruction's
+};
+
+// The instruction after a function's first `syscall` (where a child resumes in fork).
+// nullopt: none decoded on the straight line from the entry, or one BPF could not stop after.
+std::optional<AfterSyscallSite> site_after_first_syscall(const std::vector<uint8_t>& code, uint64_t entry_vaddr);
+// The entry point's first instruction (a new image's first): nullopt where BPF could not stop after it.
+std::optional<AfterSyscallSite> site_at_entry(const std::vector<uint8_t>& code, uint64_t vaddr);
 
 }  // namespace memtrack

@@ -83,7 +83,7 @@ TEST_CASE("lifecycle: the main thread ends with pthread_exit first: the other th
     CHECK_MESSAGE(without_stack == 0, without_stack, " Mallocs carry no stack");
 }
 
-TEST_CASE("lifecycle: SIGCONTs sent to each new child: it is stopped again at once, and any that ran unprobed is said") {
+TEST_CASE("lifecycle: SIGCONTs sent to each new child: it is stopped again before it runs, and every child's counts are exact") {
     ROOT_SUITE_GUARD();
     const unsigned children = 20, n = 5000, conts = 200;
     TempDir dir;
@@ -97,8 +97,9 @@ TEST_CASE("lifecycle: SIGCONTs sent to each new child: it is stopped again at on
     // children are held only where they get probes of their own (elsewhere the shared probes
     // serve them from the start, and what is paused there, a new child's snapshot of its
     // mappings, runs on them: counts exact). The child also stops itself again from its own
-    // context, on every kernel (its CLD_CONTINUED notice after a full stop): counted apart
-    // (holds_restopped_self), as many as the race gives.
+    // context, on every kernel (its CLD_CONTINUED notice after a full stop; its first instruction
+    // after fork, when a SIGCONT came before its first stop): counted apart
+    // (holds_restopped_self, holds_caught_at_start), as many as the race gives.
     const bool restops = kernel_has_per_process_probes();
     const uint64_t broken = stats_u64(t.result.stats, "holds_broken_by_others");
     if (restops) {
@@ -107,36 +108,25 @@ TEST_CASE("lifecycle: SIGCONTs sent to each new child: it is stopped again at on
         // pressure alone, under flood.sh --lifecycle's small ring) is answered by pausing the
         // parent instead (continuers_paused).
         CHECK(stats_u64(t.result.stats, "holds_restopped") + stats_u64(t.result.stats, "continuers_paused") >= broken);
+        // The parent is paused after the first SIGCONT that broke a child's pause, once back from
+        // kill (owe_pause): a few breaks a child, not hundreds (2000-2800 a run before).
+        CHECK(broken <= 10 * children);
     } else {
         CHECK(stats_u64(t.result.stats, "holds_restopped") == 0);
     }
     CHECK(stats_u64(t.result.stats, "holds_unrestored") == 0);
     CHECK(stats_u64(t.result.stats, "spawn_unstopped") == 0);
-    // A child that reached user space all the same (its SIGCONT came while it was on its way
-    // out of the kernel, ahead of the RESTOP) is caught by its registers, said, and fails the
-    // run: counts are exact unless memtrack said otherwise, and never short silently.
-    const uint64_t escaped = stats_u64(t.result.stats, "holds_escaped");
-    // Short: counted short, or missing altogether (a child may run its whole life unprobed).
-    const auto evs = with_size(t.events, FX_LIFE_CHILD);
-    unsigned exact_children = 0;
-    for (int pid : pids_of(evs))
-        if (tally(of_pid(evs, pid)) == "Malloc x" + std::to_string(n)) ++exact_children;
-    const unsigned short_children = children - std::min(children, exact_children);
-    if (escaped == 0) {
-        CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
-        check_common(t);
-        check_pairs_per_process(t, FX_LIFE_CHILD, children, n);
-    } else {
-        CHECK_MESSAGE(t.result.run.status == 1, "memtrack ", t.result.run.describe());
-        CHECK(t.result.run.err.find("ran user code before memtrack stopped them again") != std::string::npos);
-        CHECK(short_children <= escaped);
-        // A child that ran unprobed may have been inside the allocator when it was stopped
-        // again (a call whose entry or return was not seen: stale frames); the run failed anyway.
-    }
+    // No child reaches user code before it is stopped again: 1 to 7 of 20 did a run before the
+    // parent paused and the child stopped itself at its first instruction.
+    CHECK(stats_u64(t.result.stats, "holds_escaped") == 0);
+    CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
+    check_common(t);
+    check_pairs_per_process(t, FX_LIFE_CHILD, children, n);
     MESSAGE("SIGCONTs that ended a pause: ", broken, "; RESTOPs from their senders: ",
             stats_u64(t.result.stats, "holds_restopped"), ", from the children themselves: ",
-            stats_u64(t.result.stats, "holds_restopped_self"), "; children that ran before being stopped again: ",
-            escaped, " (", short_children, " of them short)");
+            stats_u64(t.result.stats, "holds_restopped_self"), " (at their first instruction: ",
+            stats_u64(t.result.stats, "holds_caught_at_start"), "); senders paused: ",
+            stats_u64(t.result.stats, "continuers_paused"));
 }
 
 TEST_CASE("lifecycle: SIGCONTs sent to each new child until it has exited, through its exec: the new images are tracked exactly") {
@@ -151,11 +141,13 @@ TEST_CASE("lifecycle: SIGCONTs sent to each new child until it has exited, throu
     // until its executable and loader are probed, on every kernel; the SIGCONTs hit both pauses.
     CHECK(stats_u64(t.result.stats, "holds_broken_by_others") > 0);
     // A pause they broke is restored before the child runs code of its own (stopped again by the
-    // sender, 6.13+, or by itself at the CLD_CONTINUED notice); one that
-    // was not, or a child that ran all the same, is counted, said, and fails the run: the counts
-    // are exact unless memtrack said otherwise.
+    // sender, 6.13+, or by itself: at the CLD_CONTINUED notice, or at its new image's first
+    // instruction, the loader's entry), and the parent pauses once back from kill. Where the
+    // kernel cannot stop another process from BPF (6.1, 6.12) a pause may not be restored: it is
+    // counted, said, and fails the run, and the counts are exact unless memtrack said otherwise.
     const uint64_t unrestored = stats_u64(t.result.stats, "holds_unrestored");
     const uint64_t escaped = stats_u64(t.result.stats, "holds_escaped");
+    if (kernel_has_per_process_probes()) CHECK(unrestored + escaped == 0);  // 3 to 8 escaped a run before
     if (unrestored + escaped == 0) {
         CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
         check_common(t);
@@ -170,7 +162,8 @@ TEST_CASE("lifecycle: SIGCONTs sent to each new child until it has exited, throu
     }
     MESSAGE("unrestored: ", unrestored, ", escaped: ", escaped, "; ","SIGCONTs that ended a pause: ", stats_u64(t.result.stats, "holds_broken_by_others"),
             "; RESTOPs from their senders: ", stats_u64(t.result.stats, "holds_restopped"),
-            ", from the children themselves: ", stats_u64(t.result.stats, "holds_restopped_self"));
+            ", from the children themselves: ", stats_u64(t.result.stats, "holds_restopped_self"),
+            " (at their first instruction: ", stats_u64(t.result.stats, "holds_caught_at_start"), ")");
 }
 
 TEST_CASE("lifecycle: SIGCONTs sent to a child paused for ring pressure until it has exited: its counts are exact, nothing dropped") {

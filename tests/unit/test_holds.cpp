@@ -706,3 +706,28 @@ TEST_CASE("holds: a process held before it ran is caught stopping anywhere but w
     mt_held none{};
     CHECK_FALSE(mt_hold_ran_unheld(&none, MT_HOLD_SPAWN | MT_HOLD_MODULE, 0x401234, 0x7ffc0000));
 }
+
+TEST_CASE("holds: a process held before it ran that a SIGCONT let reach user space is stopped at its first instruction only") {
+    mt_held h{};
+    h.since_ns[mt_hold_reason_index(MT_HOLD_MODULE)] = 700;
+    h.unrun_reason = MT_HOLD_MODULE;
+    h.unrun_since = 700;
+    h.unrun_ip = 0x7f0000001000;
+    h.unrun_sp = 0x7ffd0000;
+    // Where it was held, that pause holding: it has run nothing yet.
+    CHECK(mt_hold_first_run(&h, MT_HOLD_MODULE, 0x7f0000001000, 0x7ffd0000));
+    CHECK(mt_hold_first_run(&h, MT_HOLD_MODULE | MT_HOLD_RESTOP_ONE, 0x7f0000001000, 0x7ffd0000));
+    // The same instruction later (another call, another stack), or another one: not its first.
+    CHECK_FALSE(mt_hold_first_run(&h, MT_HOLD_MODULE, 0x7f0000001000, 0x7ffcff00));
+    CHECK_FALSE(mt_hold_first_run(&h, MT_HOLD_MODULE, 0x7f0000001004, 0x7ffd0000));
+    // Released (memtrack's own SIGCONT): it goes on.
+    CHECK_FALSE(mt_hold_first_run(&h, MT_HOLD_PRESSURE, 0x7f0000001000, 0x7ffd0000));
+    CHECK_FALSE(mt_hold_first_run(&h, 0, 0x7f0000001000, 0x7ffd0000));
+    // A later pause for the same reason was taken after it ran: not watched.
+    h.since_ns[mt_hold_reason_index(MT_HOLD_MODULE)] = 900;
+    CHECK_FALSE(mt_hold_first_run(&h, MT_HOLD_MODULE, 0x7f0000001000, 0x7ffd0000));
+    // Caught once (the watch cleared): never again.
+    h.since_ns[mt_hold_reason_index(MT_HOLD_MODULE)] = 700;
+    h.unrun_ip = 0;
+    CHECK_FALSE(mt_hold_first_run(&h, MT_HOLD_MODULE, 0, 0x7ffd0000));
+}

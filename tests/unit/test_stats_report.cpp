@@ -112,7 +112,7 @@ RunCounters distinct_counters() {
     c.pauses.spawn_held_ns.add(6'000'000);
     c.pauses.new_code_held_ns.add(9'000'000);
     c.pauses.pressure_resumes_by_pid = {{42, 2}};
-    c.kernel = {601, 602, 603, 604, 605, 606, 607, 608, 615, 609, 610, 616, 617, 618, 619, 626, 627, 621, 622, 623, 624, 625,
+    c.kernel = {601, 602, 603, 604, 605, 606, 607, 608, 615, 609, 610, 616, 617, 618, 619, 626, 627, 628, 621, 622, 623, 624, 625,
                 1024, 611, 612, 620, {{"alloc_return", 10, 2500}, {"alloc_entry", 0, 0}}, {4, 40, 80, 120, 160}};
     c.unwind = {701, 702, 703, 704, 723, 724, 725, 705, 706, 707, 8'000'000, 709, 710, 711,
                 712, 713, 714, 715, 716, 717, 718, 719, 720, 721, 722, 726, 727, 728};
@@ -157,7 +157,7 @@ TEST_CASE("stats: each key reports its owner's counter") {
         "probe_attach_ms": {"p50": 2.0, "p99": 2.0, "max": 2.0, "count": 1},
         "spawn_unstopped": 609, "spawn_notices_dropped": 610,
         "holds_broken_by_others": 616, "holds_restopped": 617, "holds_unrestored": 618, "holds_escaped": 619,
-        "holds_restopped_self": 626, "continuers_paused": 627,
+        "holds_restopped_self": 626, "continuers_paused": 627, "holds_caught_at_start": 628,
         "loader_hooks_missed": 621, "loader_missed_untrapped": 622, "loader_missed_rejected": 623,
         "loader_missed_unheld": 624, "loader_missed_no_hook": 625,
         "spawn_held_ms": {"p50": 6.0, "p99": 6.0, "max": 6.0, "count": 1},
@@ -220,7 +220,7 @@ TEST_CASE("stats: every key of the object is in docs/STATS.md, and every key the
     const std::set<std::string> reported = keys(stats_json(RunCounters{}));
     for (const std::string& k : reported) CHECK_MESSAGE(documented.count(k), "not in docs/STATS.md: " << k);
     for (const std::string& k : documented) CHECK_MESSAGE(reported.count(k), "not in the stats object: " << k);
-    CHECK(reported.size() == 127);
+    CHECK(reported.size() == 128);
 }
 
 TEST_CASE("stats: the run's phases split the time from memtrack's start to the exit stats") {
