@@ -5,10 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <string>
 
 #include "bpf/record.h"
 #include "probes/AllocatorProbes.hpp"
+#include "probes/ElfSymbols.hpp"
 
 using namespace memtrack;
 
@@ -70,4 +72,42 @@ TEST_CASE("catalog: glibc's thread-exit teardown is found in libc's debug file")
         return;
     }
     CHECK(internal == 1);
+}
+
+TEST_CASE("catalog: the C library's after-syscall sites follow its fork's and kill's system calls, and the loader's sits at its entry") {
+    const std::string libc = loaded_library_path("libc.so");
+    auto p = resolve_object_probes(libc, false);
+    REQUIRE(p);
+    auto syms = ElfSymbols::load(libc, {"_Fork", "kill"});
+    REQUIRE(syms);
+    std::ifstream in(libc, std::ios::binary);
+    // Each site is right after a `syscall` (0f 05) in the file; _Fork's and kill's are among them.
+    auto after_syscall = [&](uint64_t offset) {
+        char two[2] = {};
+        in.seekg(std::streamoff(offset - 2));
+        in.read(two, 2);
+        return two[0] == '\x0f' && two[1] == '\x05';
+    };
+    size_t signals = 0;
+    bool fork_found = false, kill_found = false;
+    REQUIRE(p->after_syscall.offsets.size() == p->after_syscall.cookies.size());
+    for (size_t i = 0; i < p->after_syscall.offsets.size(); ++i) {
+        const uint64_t off = p->after_syscall.offsets[i], cookie = p->after_syscall.cookies[i];
+        CHECK((cookie & MT_AFTER_LENGTH_MASK) > 0);
+        if (cookie & MT_AFTER_SIGNAL) ++signals;
+        // libc.so.6 has an entry point too (it runs as a program): the one site not after a syscall.
+        if (!after_syscall(off)) continue;
+        fork_found = fork_found || (off > syms->find("_Fork")->file_offset && off < syms->find("_Fork")->file_offset + 64);
+        kill_found = kill_found || (off > syms->find("kill")->file_offset && off < syms->find("kill")->file_offset + 32);
+    }
+    CHECK(fork_found);
+    CHECK(kill_found);
+    CHECK(signals == 4);  // kill, tgkill, sigqueue, pidfd_send_signal
+    const std::string loader = loaded_library_path("ld-linux");
+    auto l = resolve_object_probes(loader, false);
+    REQUIRE(l);
+    auto ld = ElfSymbols::load(loader, {"_dl_debug_state"});
+    REQUIRE(ld);
+    REQUIRE(ld->entry());
+    CHECK(l->after_syscall.offsets == std::vector<uint64_t>{ld->entry()->file_offset});
 }

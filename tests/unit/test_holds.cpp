@@ -686,13 +686,24 @@ TEST_CASE("holds: with SIGCONTs from others and their RESTOPs in a storm, the wo
     }
 }
 
-TEST_CASE("holds: a process held before it ran is caught stopping anywhere but where it was held") {
+namespace {
+
+// A `held` entry watching a process held for `reason` (taken at `since`) before it ran, to
+// resume with registers (ip, sp).
+mt_held watched_before_run(uint32_t reason, uint64_t since, uint64_t ip, uint64_t sp) {
     mt_held h{};
-    h.since_ns[mt_hold_reason_index(MT_HOLD_SPAWN)] = 500;
-    h.unrun_reason = MT_HOLD_SPAWN;
-    h.unrun_since = 500;
-    h.unrun_ip = 0x401000;
-    h.unrun_sp = 0x7ffc0000;
+    h.since_ns[mt_hold_reason_index(reason)] = since;
+    h.unrun_reason = reason;
+    h.unrun_since = since;
+    h.unrun_ip = ip;
+    h.unrun_sp = sp;
+    return h;
+}
+
+}  // namespace
+
+TEST_CASE("holds: a process held before it ran is caught stopping anywhere but where it was held") {
+    mt_held h = watched_before_run(MT_HOLD_SPAWN, 500, 0x401000, 0x7ffc0000);
     // Stopped where it was held: it never ran.
     CHECK_FALSE(mt_hold_ran_unheld(&h, MT_HOLD_SPAWN, 0x401000, 0x7ffc0000));
     // Anywhere else while the pause holds: it ran.
@@ -708,12 +719,7 @@ TEST_CASE("holds: a process held before it ran is caught stopping anywhere but w
 }
 
 TEST_CASE("holds: a process held before it ran that a SIGCONT let reach user space is stopped at its first instruction only") {
-    mt_held h{};
-    h.since_ns[mt_hold_reason_index(MT_HOLD_MODULE)] = 700;
-    h.unrun_reason = MT_HOLD_MODULE;
-    h.unrun_since = 700;
-    h.unrun_ip = 0x7f0000001000;
-    h.unrun_sp = 0x7ffd0000;
+    mt_held h = watched_before_run(MT_HOLD_MODULE, 700, 0x7f0000001000, 0x7ffd0000);
     // Where it was held, that pause holding: it has run nothing yet.
     CHECK(mt_hold_first_run(&h, MT_HOLD_MODULE, 0x7f0000001000, 0x7ffd0000));
     CHECK(mt_hold_first_run(&h, MT_HOLD_MODULE | MT_HOLD_RESTOP_ONE, 0x7f0000001000, 0x7ffd0000));

@@ -111,3 +111,39 @@ TEST_CASE("mi_heap_*: the arguments start at rsi, and rdi (the heap) may be over
     // (heap, p, size): the second argument is in rdx.
     CHECK(memtrack::entry_placement(1, "off").args[1] == MT_REG_RDX);
 }
+
+TEST_CASE("after-syscall sites: the instruction after a fork's system call, one BPF can stop right after") {
+    using memtrack::site_after_first_syscall;
+    // glibc 2.36's _Fork: mov $0x38,%eax; syscall; cmp $-0x1000,%rax; ja ...; ret
+    const auto fork = join({{0xb8, 0x38, 0x00, 0x00, 0x00}, {0x0f, 0x05}, {0x48, 0x3d, 0x00, 0xf0, 0xff, 0xff},
+                            {0x77, 0x01}, kRet, kRet});
+    auto site = site_after_first_syscall(fork, kBase);
+    REQUIRE(site);
+    CHECK(site->offset == 7);
+    CHECK(site->length == 6);
+    // vfork: pop %rdi; mov $0x3a,%eax; syscall; push %rdi: the child's first instruction moves
+    // the stack (and the kernel emulates it): no site.
+    const auto vfork = join({{0x5f}, {0xb8, 0x3a, 0x00, 0x00, 0x00}, {0x0f, 0x05}, {0x57}, kRet});
+    CHECK_FALSE(site_after_first_syscall(vfork, kBase));
+    // A branch after the system call: the process would not stop right after it.
+    const auto branch = join({{0x0f, 0x05}, {0x77, 0x01}, kRet, kRet});
+    CHECK_FALSE(site_after_first_syscall(branch, kBase));
+    // A return before any system call ends the search (what follows is not this function).
+    const auto none = join({{0x31, 0xc0}, kRet, {0x0f, 0x05}, {0x48, 0x3d, 0x00, 0xf0, 0xff, 0xff}});
+    CHECK_FALSE(site_after_first_syscall(none, kBase));
+}
+
+TEST_CASE("after-syscall sites: an entry point is one when its first instruction is stepped in place") {
+    using memtrack::site_at_entry;
+    // The loader's _start: mov %rsp,%rdi
+    auto site = site_at_entry({0x48, 0x89, 0xe7, 0xe8, 0x00, 0x00, 0x00, 0x00}, kBase);
+    REQUIRE(site);
+    CHECK(site->offset == 0);
+    CHECK(site->length == 3);
+    // endbr64 (a static executable's _start begins so)
+    site = site_at_entry({0xf3, 0x0f, 0x1e, 0xfa, 0x31, 0xed}, kBase);
+    REQUIRE(site);
+    CHECK(site->length == 4);
+    CHECK_FALSE(site_at_entry({0x55, 0x48, 0x89, 0xe5}, kBase));  // push %rbp moves the stack
+    CHECK_FALSE(site_at_entry({0xe9, 0x00, 0x00, 0x00, 0x00}, kBase));  // jmp
+}
