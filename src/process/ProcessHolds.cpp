@@ -53,8 +53,8 @@ void ProcessHolds::release_continuers() {
 }
 
 // Dispatched, not posted: called from an io thread while the strand is idle, the SIGCONT goes out
-// in the caller's handler. A post woke another io thread to send it (epoll's interrupter), which
-// kept a held process stopped ~15 us longer at each hold (a dlopen's hold: 95 -> 80 us at p50).
+// in the caller's handler. A post woke another io thread to send it (epoll's interrupter), and the
+// held process stayed stopped for that wake-up too, at every hold (BENCHMARKS.md, dlopen).
 void ProcessHolds::release(uint32_t pid, uint32_t reason) {
     asio::dispatch(strand_, [this, pid, reason] {
         if (!try_release(pid, reason)) {
