@@ -879,10 +879,17 @@ static __always_inline bool probe_applies(__u64 cookie)
 	return false;
 }
 
+/* Below, with the pause protocol it takes part in. */
+static __always_inline void after_syscall(struct pt_regs *ctx, __u64 cookie);
+
 SEC("uprobe")
 int alloc_entry(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
+	if (MT_COOKIE_FUNC(cookie) == MT_FUNC_AFTER_SYSCALL) {
+		after_syscall(ctx, cookie);
+		return 0;
+	}
 	if (!probe_applies(cookie))
 		return 0;
 	__u32 func = MT_COOKIE_FUNC(cookie);
@@ -1615,41 +1622,39 @@ static __always_inline void pay_owed_pause(void)
 }
 
 /*
- * Where a process resumes in user space after a system call that matters to its holds, through
- * links without a pid filter, in every process mapping the object (ObjectProbes' after_syscall
- * sites): here, in its own context, bpf_send_signal sends at once (no irq_work), so the SIGSTOP
- * is pending before the probed instruction is stepped, and taken right after it.
- * - After kill and the like (MT_AFTER_SIGNAL): a sender pays the pause it owes (owe_pause).
+ * MT_FUNC_AFTER_SYSCALL: where a process resumes in user space after a system call that matters
+ * to its holds (ObjectProbes: with the entry probes, and fork_return for every process). Here, in
+ * its own context, bpf_send_signal sends at once (no irq_work), so the SIGSTOP is pending before
+ * the probed instruction is stepped, and taken right after it. Runs for any process the link
+ * traps in (no probe_applies): what it does is for held processes and tracked senders only.
+ * - After kill (MT_COOKIE_AFTER_SIGNAL): a sender pays the pause it owes (owe_pause).
  * - After fork's system call (a new child), at the entry (a new image): a process held before
  *   it ran (watch_unrun) reaches one only if someone else's SIGCONT cancelled the hold's SIGSTOP
  *   before it took it. A new child the SIGCONT reached first notifies nobody
  *   (restop_continued_self), and its sender's RESTOP comes through irq_work, which a child
  *   running on another CPU can outrun. It stops itself here, before any code of its own.
  */
-SEC("uprobe")
-int after_syscall(struct pt_regs *ctx)
+static __always_inline void after_syscall(struct pt_regs *ctx, __u64 cookie)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx);
-	if (cookie & MT_AFTER_SIGNAL) {
+	if (cookie & MT_COOKIE_AFTER_SIGNAL) {
 		pay_owed_pause();
-		return 0;
+		return;
 	}
 	__u32 tgid = current_tgid();
 	struct mt_held *h = tgid ? bpf_map_lookup_elem(&held, &tgid) : NULL;
 	__u32 *w = tgid ? hold_word(tgid) : NULL;
 	if (!h || !w || !mt_hold_first_run(h, *(volatile __u32 *)w, PT_REGS_IP(ctx), PT_REGS_SP(ctx)))
-		return 0;
+		return;
 	__u32 old = 0;
 	if (!claim_restop(w, 0, &old) || !send_self_restop(w))
-		return 0; /* released meanwhile, or no room: the watch judges its stop */
+		return; /* released meanwhile, or no room: the watch judges its stop */
 	/*
 	 * It stops past the stepped instruction (it neither branches nor moves the stack). The
 	 * watch moves there, not away: a SIGCONT that cancels this SIGSTOP before it is taken lets
 	 * the process run on, and the stop that comes later is an escape.
 	 */
-	h->unrun_ip += cookie & MT_AFTER_LENGTH_MASK;
+	h->unrun_ip += MT_COOKIE_AFTER_LENGTH(cookie);
 	count(MT_COUNTER_HOLDS_CAUGHT_AT_START);
-	return 0;
 }
 
 /*

@@ -140,6 +140,13 @@ enum mt_func {
 	 * the new objects.
 	 */
 	MT_FUNC_LOADER,
+	/*
+	 * Where a process resumes after a system call that matters to its holds (a new child after
+	 * fork's, a new image at the loader's or a static executable's entry, a sender after kill's):
+	 * no call of the process's; memtrack.bpf.c's after_syscall. Bits 8-15 of the cookie: the
+	 * length of the instruction probed (a process stopped there stops right after it).
+	 */
+	MT_FUNC_AFTER_SYSCALL,
 };
 #define MT_FUNC_FIRST_MAPPING MT_FUNC_MMAP
 
@@ -186,6 +193,10 @@ enum mt_arg_reg {
 #define MT_R_DEBUG_STATE_OFFSET 24 /* struct r_debug: r_version, r_map, r_brk, then r_state */
 #define MT_RT_CONSISTENT 0
 #define MT_COOKIE_FUNC(c) ((__u32)((c)&0xff))
+/* MT_FUNC_AFTER_SYSCALL: the probed instruction's length; a signal function's site (a sender). */
+#define MT_COOKIE_WITH_AFTER_LENGTH(len) (((__u64)(len)&0xff) << 8)
+#define MT_COOKIE_AFTER_LENGTH(c) ((__u32)(((c) >> 8) & 0xff))
+#define MT_COOKIE_AFTER_SIGNAL (1ULL << 32)
 
 /*
  * A distinct call stack, sent once on the stacks ring the first time its hash is seen; events
@@ -290,13 +301,5 @@ enum mt_code_source {
 	MT_CODE_EXEC = 1,   /* a new image: its executable and the loader are mapped, no library yet */
 	MT_CODE_LOADER = 2, /* the loader's hook: objects mapped (or unmapped), not yet initialized */
 };
-
-/*
- * An after-syscall probe's cookie (ObjectProbes::after_syscall): the length of the instruction
- * probed (a process stopped there stops right after it), and MT_AFTER_SIGNAL at a signal
- * function's site (a sender resuming after kill and the like), else a new process's or image's.
- */
-#define MT_AFTER_LENGTH_MASK 0xffu
-#define MT_AFTER_SIGNAL 0x100u
 
 #endif

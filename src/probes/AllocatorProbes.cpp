@@ -3,7 +3,6 @@
 #include <link.h>
 
 #include <algorithm>
-#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -25,38 +24,48 @@ std::string ObjectProbes::kinds_text() const {
 
 namespace {
 
-// Where a process resumes after a system call that matters to its holds: after the system call
-// of each fork function the object defines (a new child) and of each signal function (a sender),
-// and at its entry point (a new image). Each site's cookie: its instruction's length (BPF's watch
-// moves past it), with MT_AFTER_SIGNAL for a sender's.
-void add_after_syscall_sites(const ElfSymbols& elf, UprobeMultiSpec& spec) {
-    std::map<uint64_t, uint64_t> sites;  // file offset -> cookie
-    auto after_first_syscall = [&](const std::vector<std::string>& names, uint64_t flags) {
-        for (const std::string& name : names) {
-            auto sym = elf.find(name);
-            if (!sym) continue;
-            auto code = elf.code(*sym, 256);
-            const auto site = code ? site_after_first_syscall(*code, sym->vaddr) : std::nullopt;
-            if (!site) {
-                log::info("{} in {}: no instruction to stop after its system call", name, elf.path());
-                continue;
-            }
-            sites.emplace(sym->file_offset + site->offset, site->length | flags);
-            log::info("after syscall: {}+{:#x} at {:#x} in {}", name, site->offset, sym->file_offset + site->offset, elf.path());
+// An after-syscall site's cookie (record.h).
+uint64_t after_syscall_cookie(uint8_t length, uint64_t flags) {
+    return MT_COOKIE(MT_FUNC_AFTER_SYSCALL) | MT_COOKIE_WITH_AFTER_LENGTH(length) | flags;
+}
+
+// The instruction after the system call of each of `names` the object defines, into `spec`,
+// unless a probe sits there already (`seen`: file offsets).
+void add_after_first_syscall(const ElfSymbols& elf, const std::vector<std::string>& names, uint64_t flags,
+                             std::set<uint64_t>& seen, UprobeMultiSpec& spec) {
+    for (const std::string& name : names) {
+        auto sym = elf.find(name);
+        if (!sym) continue;
+        auto code = elf.code(*sym, 256);
+        const auto site = code ? site_after_first_syscall(*code, sym->vaddr) : std::nullopt;
+        if (!site) {
+            log::info("{} in {}: no instruction to stop after its system call", name, elf.path());
+            continue;
         }
-    };
-    after_first_syscall(fork_functions(), 0);
-    after_first_syscall(signal_functions(), MT_AFTER_SIGNAL);
-    if (auto entry = elf.entry()) {
-        auto code = elf.code(*entry, 16);
-        if (auto site = code ? site_at_entry(*code, entry->vaddr) : std::nullopt)
-            sites.emplace(entry->file_offset, site->length);
-        else
-            log::info("entry of {}: no instruction to stop after: an image it starts is not stopped there", elf.path());
-    }
-    for (const auto& [offset, cookie] : sites) {
+        const uint64_t offset = sym->file_offset + site->offset;
+        if (!seen.insert(offset).second) continue;
         spec.offsets.push_back(offset);
-        spec.cookies.push_back(cookie);
+        spec.cookies.push_back(after_syscall_cookie(site->length, flags));
+        log::info("after syscall: {}+{:#x} at {:#x} in {}", name, site->offset, offset, elf.path());
+    }
+}
+
+// Where a process resumes after a system call that matters to its holds (MT_FUNC_AFTER_SYSCALL):
+// a sender after kill's and a new image at the entry point, with the entry probes; a new child
+// after fork's, in fork_return. Each site's instruction is one BPF can stop a process right
+// after; each is a page the kernel copies into every process it is attached in: only these few.
+void add_after_syscall_sites(const ElfSymbols& elf, std::set<uint64_t>& seen, ObjectProbes& out) {
+    add_after_first_syscall(elf, fork_functions(), 0, seen, out.fork_return);
+    add_after_first_syscall(elf, signal_functions(), MT_COOKIE_AFTER_SIGNAL, seen, out.entry);
+    auto entry = elf.entry();
+    if (!entry || seen.count(entry->file_offset)) return;
+    auto code = elf.code(*entry, 16);
+    if (auto site = code ? site_at_entry(*code, entry->vaddr) : std::nullopt) {
+        seen.insert(entry->file_offset);
+        out.entry.offsets.push_back(entry->file_offset);
+        out.entry.cookies.push_back(after_syscall_cookie(site->length, 0));
+    } else {
+        log::info("entry of {}: no instruction to stop after: an image it starts is not stopped there", elf.path());
     }
 }
 
@@ -74,11 +83,10 @@ Result<ObjectProbes> resolve_object_probes(std::shared_ptr<const ObjectFile> fil
     if (!elf) return elf.error();
     ObjectProbes out;
     out.path = path;
-    out.entry.path = out.ret.path = out.after_syscall.path = path;
+    out.entry.path = out.ret.path = out.fork_return.path = path;
     out.ret.retprobe = true;
     out.kinds = classify(*elf);
     if (out.kinds.empty()) return out;
-    add_after_syscall_sites(*elf, out.after_syscall);
     out.r_debug = elf->object_vaddr("_r_debug");
     // Names sharing one address (aliases) get one probe, the first name's function.
     std::set<uint64_t> seen;
@@ -116,6 +124,7 @@ Result<ObjectProbes> resolve_object_probes(std::shared_ptr<const ObjectFile> fil
         log::info("probe {}+{:#x} at {:#x} in {} ({}): {}", fn.symbol, where.offset, offset, path,
                   fn.has_return ? "entry+return" : "entry", where.reason);
     }
+    add_after_syscall_sites(*elf, seen, out);
     log::info("object {}: {}; {} functions at {} addresses{}", path, out.kinds_text(), out.functions,
               out.entry.offsets.size(), elf->debug_path().empty() ? "" : fmt::format(" (symbols also from {})", elf->debug_path()));
     return out;

@@ -84,7 +84,7 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg, std:
     // One program serves every allocator entry (and one every return), through uprobe_multi
     // links where the kernel has them, else perf-event uprobes (the section's default).
     if (s->uprobes_ == UprobeMechanism::multi)
-        for (bpf_program* p : {s->skel_->progs.alloc_entry, s->skel_->progs.alloc_return, s->skel_->progs.after_syscall})
+        for (bpf_program* p : {s->skel_->progs.alloc_entry, s->skel_->progs.alloc_return})
             bpf_program__set_expected_attach_type(p, bpf_attach_type(kAttachTypeUprobeMulti));
 
     bpf_program__set_autoattach(s->skel_->progs.find_pidns, false);
@@ -99,7 +99,7 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg, std:
     s->tracked_.emplace(bpf_map__fd(s->skel_->maps.tracked));
     BpfSession* session = s.get();
     s->shared_.emplace([session](const ProbedObject& o) { return session->attach_object(0, o); }, s->closer_);
-    s->after_syscalls_.emplace([session](const ProbedObject& o) { return session->attach_after_syscall(o); }, s->closer_);
+    s->fork_returns_.emplace([session](const ProbedObject& o) { return session->attach_fork_return(o); }, s->closer_);
     return s;
 }
 
@@ -110,7 +110,7 @@ BpfSession::~BpfSession() { detach(); }
 void BpfSession::detach() {
     // Each close waits for an RCU grace period in the kernel; the closer's threads overlap them.
     if (shared_) shared_->detach();
-    if (after_syscalls_) after_syscalls_->detach();
+    if (fork_returns_) fork_returns_->detach();
     closer_.close(std::move(tracepoint_links_));
     tracepoint_links_.clear();
     closer_.wait_idle();
@@ -154,7 +154,7 @@ void BpfSession::attach_allocator_probes() {
             throw FatalError(fmt::format("cannot probe malloc and free in {}", path));
         if (!probes.probes->empty()) startup_.push_back(std::move(probes));
     }
-    if (auto r = after_syscalls_->attach(startup_); !r) throw FatalError("BPF attach failed: " + r.error().message());
+    if (auto r = fork_returns_->attach(startup_); !r) throw FatalError("BPF attach failed: " + r.error().message());
     if (per_process_) return;
     if (auto r = shared_->attach(startup_); !r) throw FatalError("BPF attach failed: " + r.error().message());
 }
@@ -179,12 +179,14 @@ Result<std::vector<UprobeMultiLink>> BpfSession::attach_object(pid_t pid, const 
     return links;
 }
 
-Result<std::vector<UprobeMultiLink>> BpfSession::attach_after_syscall(const ProbedObject& o) const {
+Result<std::vector<UprobeMultiLink>> BpfSession::attach_fork_return(const ProbedObject& o) const {
     std::vector<UprobeMultiLink> links;
-    if (o.probes->after_syscall.offsets.empty()) return links;
-    UprobeMultiSpec spec = o.probes->after_syscall;
+    // Only where new children are held (their own links): elsewhere the shared links serve a
+    // child from its start. The link costs every new child's hold (BENCHMARKS.md, process trees).
+    if (!per_process_ || o.probes->fork_return.offsets.empty()) return links;
+    UprobeMultiSpec spec = o.probes->fork_return;
     spec.path = o.object.path;  // as the process that found it maps it
-    auto link = UprobeMultiLink::attach(bpf_program__fd(skel_->progs.after_syscall), spec, uprobes_);
+    auto link = UprobeMultiLink::attach(bpf_program__fd(skel_->progs.alloc_entry), spec, uprobes_);
     if (!link) return link.error();
     links.push_back(std::move(link).value());
     return links;

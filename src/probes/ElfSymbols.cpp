@@ -50,6 +50,20 @@ void add_functions(Elf* elf, const std::vector<LoadSegment>& segments, const Sym
     }
 }
 
+// The entry point of a file whose entry is a process's first instruction after exec: the loader,
+// a static executable. A file with an interpreter (a dynamic executable, the C library run as a
+// program) starts in its interpreter.
+std::optional<uint64_t> first_instruction(Elf* elf) {
+    GElf_Ehdr eh;
+    size_t nphdr = 0;
+    if (!gelf_getehdr(elf, &eh) || eh.e_entry == 0 || elf_getphdrnum(elf, &nphdr) != 0) return std::nullopt;
+    for (size_t i = 0; i < nphdr; ++i) {
+        GElf_Phdr ph;
+        if (gelf_getphdr(elf, int(i), &ph) && ph.p_type == PT_INTERP) return std::nullopt;
+    }
+    return eh.e_entry;
+}
+
 }  // namespace
 
 Result<ElfSymbols> ElfSymbols::load(const std::string& path, const SymbolNames& wanted) {
@@ -68,8 +82,7 @@ Result<ElfSymbols> ElfSymbols::load(std::shared_ptr<const ObjectFile> file, cons
     ElfSymbols out;
     out.path_ = file->path();
     add_functions((*open)->file.elf.get(), segments, want, false, out.functions_, out.objects_);
-    GElf_Ehdr eh;
-    if (gelf_getehdr((*open)->file.elf.get(), &eh) && eh.e_entry != 0) out.entry_ = code_at(segments, eh.e_entry, 0);
+    if (auto entry = first_instruction((*open)->file.elf.get())) out.entry_ = code_at(segments, *entry, 0);
     // Local symbols of a stripped file (glibc's internal functions) come from its separate debug
     // file, found by build-id as libdwfl finds it; the code stays the file's own.
     if ((*open)->debug) {

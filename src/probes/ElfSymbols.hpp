@@ -38,8 +38,9 @@ public:
     std::optional<FunctionSymbol> find(std::string_view name) const;
     // The address (st_value) of a data object named in `wanted`.
     std::optional<uint64_t> object_vaddr(std::string_view name) const;
-    // The file's entry point (e_entry) as a function of no known size: where an exec of it, or of
-    // a program it is the interpreter of, first runs. nullopt: none, or outside its code.
+    // The file's entry point (e_entry) as a function of no known size, when an exec of it, or of
+    // a program it is the interpreter of, first runs there (it has no interpreter itself: the
+    // loader, a static executable). nullopt otherwise, or outside its code.
     std::optional<FunctionSymbol> entry() const { return entry_; }
     bool has(std::string_view name) const { return functions_.count(std::string(name)) != 0; }
     const std::string& path() const { return path_; }

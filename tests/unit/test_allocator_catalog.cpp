@@ -81,33 +81,42 @@ TEST_CASE("catalog: the C library's after-syscall sites follow its fork's and ki
     auto syms = ElfSymbols::load(libc, {"_Fork", "kill"});
     REQUIRE(syms);
     std::ifstream in(libc, std::ios::binary);
-    // Each site is right after a `syscall` (0f 05) in the file; _Fork's and kill's are among them.
-    auto after_syscall = [&](uint64_t offset) {
+    // A site right after a `syscall` (0f 05) in the file, within `fn`'s first bytes.
+    auto after_syscall_in = [&](uint64_t offset, const char* fn, uint64_t within) {
+        const uint64_t start = syms->find(fn)->file_offset;
+        if (offset <= start + 2 || offset >= start + within) return false;
         char two[2] = {};
         in.seekg(std::streamoff(offset - 2));
         in.read(two, 2);
         return two[0] == '\x0f' && two[1] == '\x05';
     };
-    size_t signals = 0;
-    bool fork_found = false, kill_found = false;
-    REQUIRE(p->after_syscall.offsets.size() == p->after_syscall.cookies.size());
-    for (size_t i = 0; i < p->after_syscall.offsets.size(); ++i) {
-        const uint64_t off = p->after_syscall.offsets[i], cookie = p->after_syscall.cookies[i];
-        CHECK((cookie & MT_AFTER_LENGTH_MASK) > 0);
-        if (cookie & MT_AFTER_SIGNAL) ++signals;
-        // libc.so.6 has an entry point too (it runs as a program): the one site not after a syscall.
-        if (!after_syscall(off)) continue;
-        fork_found = fork_found || (off > syms->find("_Fork")->file_offset && off < syms->find("_Fork")->file_offset + 64);
-        kill_found = kill_found || (off > syms->find("kill")->file_offset && off < syms->find("kill")->file_offset + 32);
-    }
-    CHECK(fork_found);
-    CHECK(kill_found);
-    CHECK(signals == 4);  // kill, tgkill, sigqueue, pidfd_send_signal
+    auto after_syscall_sites = [](const UprobeMultiSpec& spec) {
+        std::vector<std::pair<uint64_t, uint64_t>> out;  // (offset, cookie)
+        for (size_t i = 0; i < spec.offsets.size(); ++i)
+            if (MT_COOKIE_FUNC(spec.cookies[i]) == MT_FUNC_AFTER_SYSCALL) out.emplace_back(spec.offsets[i], spec.cookies[i]);
+        return out;
+    };
+    // With the entry probes: kill's (a sender's). libc.so.6 has an interpreter: no entry site.
+    const auto with_entry = after_syscall_sites(p->entry);
+    REQUIRE(with_entry.size() == 1);
+    CHECK(after_syscall_in(with_entry[0].first, "kill", 32));
+    CHECK((with_entry[0].second & MT_COOKIE_AFTER_SIGNAL) != 0);
+    CHECK(MT_COOKIE_AFTER_LENGTH(with_entry[0].second) > 0);
+    // For every process: _Fork's (vfork's child resumes at a push: none).
+    const auto forks = after_syscall_sites(p->fork_return);
+    REQUIRE(forks.size() == p->fork_return.offsets.size());
+    REQUIRE(forks.size() == 1);
+    CHECK(after_syscall_in(forks[0].first, "_Fork", 64));
+    CHECK((forks[0].second & MT_COOKIE_AFTER_SIGNAL) == 0);
+    // The loader: its entry, a new image's first instruction.
     const std::string loader = loaded_library_path("ld-linux");
     auto l = resolve_object_probes(loader, false);
     REQUIRE(l);
     auto ld = ElfSymbols::load(loader, {"_dl_debug_state"});
     REQUIRE(ld);
     REQUIRE(ld->entry());
-    CHECK(l->after_syscall.offsets == std::vector<uint64_t>{ld->entry()->file_offset});
+    const auto ld_sites = after_syscall_sites(l->entry);
+    REQUIRE(ld_sites.size() == 1);
+    CHECK(ld_sites[0].first == ld->entry()->file_offset);
+    CHECK(l->fork_return.offsets.empty());
 }
