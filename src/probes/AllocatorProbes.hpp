@@ -22,7 +22,7 @@ struct ObjectProbes {
     UprobeMultiSpec ret;
     // The entry probes also hold where a process resumes after a system call that matters to its
     // holds (MT_FUNC_AFTER_SYSCALL): a new image at the entry point of the loader or a static
-    // executable, a sender after kill's. One link per object: each link more cost ~70 us of
+    // executable, a sender after kill's. One link per object: a link more cost ~50 us of
     // every new process's hold. A new child resumes after fork's: those sites are attached for
     // every process (BpfSession::fork_returns), as a child is in no link's filter yet.
     UprobeMultiSpec fork_return;
