@@ -375,11 +375,6 @@ void ProcessLinks::release_new_code(uint32_t pid, uint32_t source) {
     bool loader = false;
     for (const ProbedObject& o : *objects) {
         loader = loader || o.probes->has(AllocatorKind::Loader);
-        // Before the process's first fork through this object.
-        if (auto r = bpf_.fork_returns().attach(o); !r) {
-            counters_.probe_errors.add();
-            log::error("fork-return probes for {}: {}", o.object.path, r.error().message());
-        }
         Result<void> r;
         if (own == processes_.end()) {
             r = bpf_.shared_links().attach(o);

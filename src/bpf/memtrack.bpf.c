@@ -1622,39 +1622,64 @@ static __always_inline void pay_owed_pause(void)
 }
 
 /*
- * MT_FUNC_AFTER_SYSCALL: where a process resumes in user space after a system call that matters
- * to its holds (ObjectProbes: with the entry probes, and fork_return for every process). Here, in
- * its own context, bpf_send_signal sends at once (no irq_work), so the SIGSTOP is pending before
- * the probed instruction is stepped, and taken right after it. Runs for any process the link
- * traps in (no probe_applies): what it does is for held processes and tracked senders only.
- * - After kill (MT_COOKIE_AFTER_SIGNAL): a sender pays the pause it owes (owe_pause).
- * - After fork's system call (a new child), at the entry (a new image): a process held before
- *   it ran (watch_unrun) reaches one only if someone else's SIGCONT cancelled the hold's SIGSTOP
- *   before it took it. A new child the SIGCONT reached first notifies nobody
- *   (restop_continued_self), and its sender's RESTOP comes through irq_work, which a child
- *   running on another CPU can outrun. It stops itself here, before any code of its own.
+ * The current process, held before it ran (watch_unrun), is about to run its first instruction,
+ * (ip, sp) its registers: someone else's SIGCONT cancelled the hold's SIGSTOP before the process
+ * took it. A new child the SIGCONT reached first notifies nobody (restop_continued_self), and
+ * its sender's RESTOP comes through irq_work, which a child running on another CPU can outrun.
+ * It stops itself here, from its own context, where bpf_send_signal sends at once (no irq_work).
+ * `step`: how far past ip it stops (a uprobe steps the instruction it sits on first; 0 on the
+ * way back to user space). The watch moves there, not away: a SIGCONT that cancels this SIGSTOP
+ * before it is taken lets the process run on, and the stop that comes later is an escape.
  */
-static __always_inline void after_syscall(struct pt_regs *ctx, __u64 cookie)
+static __always_inline void stop_first_run(__u64 ip, __u64 sp, __u64 step)
 {
-	if (cookie & MT_COOKIE_AFTER_SIGNAL) {
-		pay_owed_pause();
-		return;
-	}
 	__u32 tgid = current_tgid();
 	struct mt_held *h = tgid ? bpf_map_lookup_elem(&held, &tgid) : NULL;
 	__u32 *w = tgid ? hold_word(tgid) : NULL;
-	if (!h || !w || !mt_hold_first_run(h, *(volatile __u32 *)w, PT_REGS_IP(ctx), PT_REGS_SP(ctx)))
+	if (!h || !w || !mt_hold_first_run(h, *(volatile __u32 *)w, ip, sp))
 		return;
 	__u32 old = 0;
 	if (!claim_restop(w, 0, &old) || !send_self_restop(w))
 		return; /* released meanwhile, or no room: the watch judges its stop */
-	/*
-	 * It stops past the stepped instruction (it neither branches nor moves the stack). The
-	 * watch moves there, not away: a SIGCONT that cancels this SIGSTOP before it is taken lets
-	 * the process run on, and the stop that comes later is an escape.
-	 */
-	h->unrun_ip += MT_COOKIE_AFTER_LENGTH(cookie);
+	h->unrun_ip += step;
 	count(MT_COUNTER_HOLDS_CAUGHT_AT_START);
+}
+
+/*
+ * MT_FUNC_AFTER_SYSCALL: where a process resumes in user space after a system call that matters
+ * to its holds (ObjectProbes: with the entry probes). Runs for any process the link traps in
+ * (no probe_applies): what it does is for held processes and tracked senders only.
+ * - After kill (MT_COOKIE_AFTER_SIGNAL): a sender pays the pause it owes (owe_pause).
+ * - At the loader's or a static executable's entry: a new image's first instruction (an exec
+ *   clears the process's rseq registration, so on_rseq_update does not see it).
+ */
+static __always_inline void after_syscall(struct pt_regs *ctx, __u64 cookie)
+{
+	if (cookie & MT_COOKIE_AFTER_SIGNAL)
+		pay_owed_pause();
+	else
+		stop_first_run(PT_REGS_IP(ctx), PT_REGS_SP(ctx), MT_COOKIE_AFTER_LENGTH(cookie));
+}
+
+/*
+ * A task's way back to user space after it was switched out, migrated or signalled, when it has
+ * registered rseq (glibc does for every thread): a new child's first one too (its scheduler
+ * marks it migrated when it first wakes, and a fork child keeps its parent's rseq), and each one
+ * after someone else's SIGCONT continued it. Only where new children are held (per-process links):
+ * attached by BpfSession then.
+ */
+SEC("tp_btf/rseq_update")
+int BPF_PROG(on_rseq_update, struct task_struct *t)
+{
+	/* Nearly every run is some other task's: one lookup, before the registers are read. */
+	__u32 tgid = current_tgid();
+	struct mt_held *h = tgid ? bpf_map_lookup_elem(&held, &tgid) : NULL;
+	if (!h || !h->unrun_ip)
+		return 0;
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (regs)
+		stop_first_run(BPF_CORE_READ(regs, ip), BPF_CORE_READ(regs, sp), 0);
+	return 0;
 }
 
 /*

@@ -169,13 +169,6 @@ const char* kind_name(AllocatorKind k) {
 
 bool allocates(AllocatorKind k) { return k != AllocatorKind::CxxOperators && k != AllocatorKind::Loader; }
 
-const std::vector<std::string>& fork_functions() {
-    // glibc 2.34+: fork runs the atfork handlers around _Fork, whose system call makes the child;
-    // before 2.34 fork made it itself.
-    static const std::vector<std::string> names = {"_Fork", "fork", "vfork"};
-    return names;
-}
-
 const std::vector<std::string>& signal_functions() {
     // killpg calls kill; pthread_kill and raise signal threads of the caller's own process. Each
     // one more is a page more copied at every exec of a tracked process (after-syscall sites).
@@ -188,7 +181,6 @@ const std::unordered_set<std::string_view>& catalog_symbol_names() {
         std::unordered_set<std::string_view> n;
         for (const auto& fn : allocator_functions()) n.insert(fn.symbol);
         for (const char* marker : {"__libc_start_main", "gnu_get_libc_version", "_r_debug"}) n.insert(marker);
-        for (const std::string& f : fork_functions()) n.insert(f);
         for (const std::string& f : signal_functions()) n.insert(f);
         return n;
     }();

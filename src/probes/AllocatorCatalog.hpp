@@ -40,15 +40,12 @@ const char* kind_name(AllocatorKind k);  // the stats key: "glibc", "jemalloc", 
 // True for the kinds that allocate (the C++ operators and the loader need one of them).
 bool allocates(AllocatorKind k);
 
-// The C library's functions whose system call makes a new process: a child resumes right after
-// it (ObjectProbes' after-syscall sites).
-const std::vector<std::string>& fork_functions();
 // The C library's functions that send another process a signal: where a sender resumes after
 // a SIGCONT (ObjectProbes' after-syscall sites).
 const std::vector<std::string>& signal_functions();
 
-// Every name allocator_functions() has, plus the names classify(), fork_functions() and
-// signal_functions() look for: built once, viewing the table's names.
+// Every name allocator_functions() has, plus the names classify() and signal_functions() look
+// for: built once, viewing the table's names.
 const std::unordered_set<std::string_view>& catalog_symbol_names();
 std::vector<AllocatorKind> classify(const ElfSymbols& elf);
 

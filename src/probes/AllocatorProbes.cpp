@@ -50,12 +50,11 @@ void add_after_first_syscall(const ElfSymbols& elf, const std::vector<std::strin
     }
 }
 
-// Where a process resumes after a system call that matters to its holds (MT_FUNC_AFTER_SYSCALL):
-// a sender after kill's and a new image at the entry point, with the entry probes; a new child
-// after fork's, in fork_return. Each site's instruction is one BPF can stop a process right
-// after; each is a page the kernel copies into every process it is attached in: only these few.
+// Where a process resumes after a system call that matters to its holds (MT_FUNC_AFTER_SYSCALL),
+// with the entry probes: a sender after kill's, a new image at the entry point. Each site's
+// instruction is one BPF can stop a process right after; each is a page the kernel copies into
+// every process it is attached in: only these few.
 void add_after_syscall_sites(const ElfSymbols& elf, std::set<uint64_t>& seen, ObjectProbes& out) {
-    add_after_first_syscall(elf, fork_functions(), 0, seen, out.fork_return);
     add_after_first_syscall(elf, signal_functions(), MT_COOKIE_AFTER_SIGNAL, seen, out.entry);
     auto entry = elf.entry();
     if (!entry || seen.count(entry->file_offset)) return;
@@ -83,7 +82,7 @@ Result<ObjectProbes> resolve_object_probes(std::shared_ptr<const ObjectFile> fil
     if (!elf) return elf.error();
     ObjectProbes out;
     out.path = path;
-    out.entry.path = out.ret.path = out.fork_return.path = path;
+    out.entry.path = out.ret.path = path;
     out.ret.retprobe = true;
     out.kinds = classify(*elf);
     if (out.kinds.empty()) return out;

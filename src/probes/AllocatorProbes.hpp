@@ -23,9 +23,7 @@ struct ObjectProbes {
     // The entry probes also hold where a process resumes after a system call that matters to its
     // holds (MT_FUNC_AFTER_SYSCALL): a new image at the entry point of the loader or a static
     // executable, a sender after kill's. One link per object: a link more cost ~50 us of
-    // every new process's hold. A new child resumes after fork's: those sites are attached for
-    // every process (BpfSession::fork_returns), as a child is in no link's filter yet.
-    UprobeMultiSpec fork_return;
+    // every new process's hold.
     size_t functions = 0;              // names probed (aliases of one address included)
     // The loader's: where its r_debug (the list of loaded objects) is, as an ELF vaddr.
     std::optional<uint64_t> r_debug;

@@ -99,7 +99,6 @@ std::unique_ptr<BpfSession> BpfSession::open_and_load(const BpfConfig& cfg, std:
     s->tracked_.emplace(bpf_map__fd(s->skel_->maps.tracked));
     BpfSession* session = s.get();
     s->shared_.emplace([session](const ProbedObject& o) { return session->attach_object(0, o); }, s->closer_);
-    s->fork_returns_.emplace([session](const ProbedObject& o) { return session->attach_fork_return(o); }, s->closer_);
     return s;
 }
 
@@ -110,7 +109,6 @@ BpfSession::~BpfSession() { detach(); }
 void BpfSession::detach() {
     // Each close waits for an RCU grace period in the kernel; the closer's threads overlap them.
     if (shared_) shared_->detach();
-    if (fork_returns_) fork_returns_->detach();
     closer_.close(std::move(tracepoint_links_));
     tracepoint_links_.clear();
     closer_.wait_idle();
@@ -119,9 +117,12 @@ void BpfSession::detach() {
 void BpfSession::attach_tracepoints() {
     // A tracepoint calls its programs in the order they were attached: on_exit_rss must see the
     // exiting process before on_exit forgets it.
-    bpf_program* progs[] = {skel_->progs.on_fork,   skel_->progs.on_exec,   skel_->progs.on_exit_rss,
-                            skel_->progs.on_exit,   skel_->progs.on_signal, skel_->progs.on_signal_deliver,
-                            skel_->progs.on_rss};
+    std::vector<bpf_program*> progs = {skel_->progs.on_fork,   skel_->progs.on_exec,   skel_->progs.on_exit_rss,
+                                       skel_->progs.on_exit,   skel_->progs.on_signal, skel_->progs.on_signal_deliver,
+                                       skel_->progs.on_rss};
+    // A new child held before it ran stops itself on its way back to user space: only where new
+    // children are held (their own links). It runs at every return after a switch on the machine.
+    if (per_process_) progs.push_back(skel_->progs.on_rseq_update);
     for (bpf_program* p : progs) {
         bpf_link* l = bpf_program__attach(p);
         if (!l) fail_bpf(fmt::format("attach {}", bpf_program__name(p)), errno);
@@ -154,7 +155,6 @@ void BpfSession::attach_allocator_probes() {
             throw FatalError(fmt::format("cannot probe malloc and free in {}", path));
         if (!probes.probes->empty()) startup_.push_back(std::move(probes));
     }
-    if (auto r = fork_returns_->attach(startup_); !r) throw FatalError("BPF attach failed: " + r.error().message());
     if (per_process_) return;
     if (auto r = shared_->attach(startup_); !r) throw FatalError("BPF attach failed: " + r.error().message());
 }
@@ -176,19 +176,6 @@ Result<std::vector<UprobeMultiLink>> BpfSession::attach_object(pid_t pid, const 
         if (!link) return link.error();
         links.push_back(std::move(link).value());
     }
-    return links;
-}
-
-Result<std::vector<UprobeMultiLink>> BpfSession::attach_fork_return(const ProbedObject& o) const {
-    std::vector<UprobeMultiLink> links;
-    // Only where new children are held (their own links): elsewhere the shared links serve a
-    // child from its start. The link costs every new child's hold (BENCHMARKS.md, process trees).
-    if (!per_process_ || o.probes->fork_return.offsets.empty()) return links;
-    UprobeMultiSpec spec = o.probes->fork_return;
-    spec.path = o.object.path;  // as the process that found it maps it
-    auto link = UprobeMultiLink::attach(bpf_program__fd(skel_->progs.alloc_entry), spec, uprobes_);
-    if (!link) return link.error();
-    links.push_back(std::move(link).value());
     return links;
 }
 

@@ -92,15 +92,8 @@ public:
     ObjectFiles& object_files() { return *files_; }
     // One object's links filtered to `pid` (0: every process mapping it).
     Result<std::vector<UprobeMultiLink>> attach_object(pid_t pid, const ProbedObject& o) const;
-    // One object's fork-return sites, for every process (what fork_returns() attaches).
-    Result<std::vector<UprobeMultiLink>> attach_fork_return(const ProbedObject& o) const;
     // The links every process mapping an object traps on (SharedLinks); closed by detach().
     SharedLinks& shared_links() { return *shared_; }
-    // Each object's fork-return sites (ObjectProbes::fork_return), for every process mapping it,
-    // where new children are held (per_process_links()): a new child held before it ran that
-    // someone else's SIGCONT let run stops itself there. Attached once per file; closed by
-    // detach().
-    SharedLinks& fork_returns() { return *fork_returns_; }
     // Which processes are recorded, and through which links (the `tracked` map's writes).
     TrackedProcesses& tracked() { return *tracked_; }
     // pid's new image maps the loader: its exit says whether the loader's hook held it
@@ -147,7 +140,6 @@ private:
     std::vector<Fd> tracepoint_links_;  // each tracepoint link's fd (LinkCloser closes them)
     LinkCloser closer_;                 // closer(); before shared_, which hands it links
     std::optional<SharedLinks> shared_;  // once loaded
-    std::optional<SharedLinks> fork_returns_;  // once loaded
     std::optional<TrackedProcesses> tracked_;  // once loaded
     std::vector<ProbedObject> startup_;
     std::shared_ptr<ObjectFiles> files_;   // object_files(); never null

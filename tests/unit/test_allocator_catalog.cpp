@@ -74,11 +74,11 @@ TEST_CASE("catalog: glibc's thread-exit teardown is found in libc's debug file")
     CHECK(internal == 1);
 }
 
-TEST_CASE("catalog: the C library's after-syscall sites follow its fork's and kill's system calls, and the loader's sits at its entry") {
+TEST_CASE("catalog: the C library's after-syscall site follows its kill's system call, and the loader's sits at its entry") {
     const std::string libc = loaded_library_path("libc.so");
     auto p = resolve_object_probes(libc, false);
     REQUIRE(p);
-    auto syms = ElfSymbols::load(libc, {"_Fork", "kill"});
+    auto syms = ElfSymbols::load(libc, {"kill"});
     REQUIRE(syms);
     std::ifstream in(libc, std::ios::binary);
     // A site right after a `syscall` (0f 05) in the file, within `fn`'s first bytes.
@@ -102,12 +102,6 @@ TEST_CASE("catalog: the C library's after-syscall sites follow its fork's and ki
     CHECK(after_syscall_in(with_entry[0].first, "kill", 32));
     CHECK((with_entry[0].second & MT_COOKIE_AFTER_SIGNAL) != 0);
     CHECK(MT_COOKIE_AFTER_LENGTH(with_entry[0].second) > 0);
-    // For every process: _Fork's (vfork's child resumes at a push: none).
-    const auto forks = after_syscall_sites(p->fork_return);
-    REQUIRE(forks.size() == p->fork_return.offsets.size());
-    REQUIRE(forks.size() == 1);
-    CHECK(after_syscall_in(forks[0].first, "_Fork", 64));
-    CHECK((forks[0].second & MT_COOKIE_AFTER_SIGNAL) == 0);
     // The loader: its entry, a new image's first instruction.
     const std::string loader = loaded_library_path("ld-linux");
     auto l = resolve_object_probes(loader, false);
@@ -118,5 +112,4 @@ TEST_CASE("catalog: the C library's after-syscall sites follow its fork's and ki
     const auto ld_sites = after_syscall_sites(l->entry);
     REQUIRE(ld_sites.size() == 1);
     CHECK(ld_sites[0].first == ld->entry()->file_offset);
-    CHECK(l->fork_return.offsets.empty());
 }
