@@ -35,7 +35,7 @@ struct KernelCounters {
     // Someone else's SIGCONTs that ended a pause; those stopped again; those that could not be;
     // processes held before they ran that ran all the same; RESTOPs sent from the held process's
     // own context; the senders of SIGCONTs that ended a pressure pause, paused for pressure;
-    // processes held before they ran that stopped themselves at their first instruction.
+    // processes held before they ran that stopped themselves before their first instruction.
     uint64_t holds_broken = 0, holds_restopped = 0, holds_unrestored = 0, holds_escaped = 0, holds_restopped_self = 0,
              continuers_paused = 0, holds_caught_at_start = 0;
     // Exec'd images whose loader hook never held them, and why (record.h).

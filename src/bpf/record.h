@@ -265,7 +265,7 @@ enum mt_counter {
 	MT_COUNTER_HOLDS_ESCAPED,    /* processes held before they ran that ran all the same: must stay 0 */
 	MT_COUNTER_HOLDS_RESTOPPED_SELF, /* RESTOPs a held process sent itself from its own context */
 	MT_COUNTER_CONTINUERS_PAUSED, /* senders paused because their SIGCONT ended a pause (hold.h) */
-	MT_COUNTER_HOLDS_CAUGHT_AT_START, /* processes held before they ran, stopped at their first instruction */
+	MT_COUNTER_HOLDS_CAUGHT_AT_START, /* processes held before they ran, stopped before their first instruction */
 	/*
 	 * Exec'd images that map the loader and exited normally without its hook ever holding them
 	 * (their libraries were never probed): must stay 0. Then, by what the exec_watch bits say:

@@ -97,8 +97,8 @@ TEST_CASE("lifecycle: SIGCONTs sent to each new child: it is stopped again befor
     // children are held only where they get probes of their own (elsewhere the shared probes
     // serve them from the start, and what is paused there, a new child's snapshot of its
     // mappings, runs on them: counts exact). The child also stops itself again from its own
-    // context, on every kernel (its CLD_CONTINUED notice after a full stop; its first instruction
-    // after fork, when a SIGCONT came before its first stop): counted apart
+    // context: at its CLD_CONTINUED notice after a full stop (every kernel), and on its way back
+    // to user space when a SIGCONT came before its first stop (where it is held): counted apart
     // (holds_restopped_self, holds_caught_at_start), as many as the race gives.
     const bool restops = kernel_has_per_process_probes();
     const uint64_t broken = stats_u64(t.result.stats, "holds_broken_by_others");
@@ -117,14 +117,14 @@ TEST_CASE("lifecycle: SIGCONTs sent to each new child: it is stopped again befor
     CHECK(stats_u64(t.result.stats, "holds_unrestored") == 0);
     CHECK(stats_u64(t.result.stats, "spawn_unstopped") == 0);
     // No child reaches user code before it is stopped again: 1 to 7 of 20 did a run before the
-    // parent paused and the child stopped itself at its first instruction.
+    // parent paused and the child stopped itself before its first instruction.
     CHECK(stats_u64(t.result.stats, "holds_escaped") == 0);
     CHECK_MESSAGE(t.result.run.status == 0, "memtrack ", t.result.run.describe());
     check_common(t);
     check_pairs_per_process(t, FX_LIFE_CHILD, children, n);
     MESSAGE("SIGCONTs that ended a pause: ", broken, "; RESTOPs from their senders: ",
             stats_u64(t.result.stats, "holds_restopped"), ", from the children themselves: ",
-            stats_u64(t.result.stats, "holds_restopped_self"), " (at their first instruction: ",
+            stats_u64(t.result.stats, "holds_restopped_self"), " (before their first instruction: ",
             stats_u64(t.result.stats, "holds_caught_at_start"), "); senders paused: ",
             stats_u64(t.result.stats, "continuers_paused"));
 }
@@ -163,7 +163,7 @@ TEST_CASE("lifecycle: SIGCONTs sent to each new child until it has exited, throu
     MESSAGE("unrestored: ", unrestored, ", escaped: ", escaped, "; ","SIGCONTs that ended a pause: ", stats_u64(t.result.stats, "holds_broken_by_others"),
             "; RESTOPs from their senders: ", stats_u64(t.result.stats, "holds_restopped"),
             ", from the children themselves: ", stats_u64(t.result.stats, "holds_restopped_self"),
-            " (at their first instruction: ", stats_u64(t.result.stats, "holds_caught_at_start"), ")");
+            " (before their first instruction: ", stats_u64(t.result.stats, "holds_caught_at_start"), ")");
 }
 
 TEST_CASE("lifecycle: SIGCONTs sent to a child paused for ring pressure until it has exited: its counts are exact, nothing dropped") {
