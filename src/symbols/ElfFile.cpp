@@ -2,7 +2,6 @@
 
 #include <elfutils/libdwelf.h>
 #include <fcntl.h>
-#include <sys/stat.h>
 
 #include <atomic>
 
@@ -26,8 +25,8 @@ Result<ElfFile> open_elf(const std::string& path, Elf_Cmd cmd) {
     // A small file is read with pread: mapping it cost an mmap, its page faults and a munmap
     // (which interrupts memtrack's other threads) for each new library a hold examines. A large
     // one stays mapped: its sections are not copied to the heap.
-    struct stat st {};
-    if (cmd == ELF_C_READ_MMAP && ::fstat(f.fd.get(), &st) == 0 && st.st_size < kSmallElf) cmd = ELF_C_READ;
+    if (::fstat(f.fd.get(), &f.st) != 0) return errno_error("stat", path);
+    if (cmd == ELF_C_READ_MMAP && f.st.st_size < kSmallElf) cmd = ELF_C_READ;
     f.elf.reset(elf_begin(f.fd.get(), cmd, nullptr));
     if (!f.elf) return Error{"elf_begin", path, 0, elf_errmsg(-1)};
     if (elf_kind(f.elf.get()) != ELF_K_ELF) return Error{"read ELF", path, 0, "not an ELF file"};

@@ -3,6 +3,7 @@
 // its GNU build-id and where its separate debug file lives.
 #include <gelf.h>
 #include <libelf.h>
+#include <sys/stat.h>
 
 #include <cstdint>
 #include <memory>
@@ -24,6 +25,7 @@ using ElfPtr = std::unique_ptr<Elf, ElfCloser>;
 // The descriptor outlives the Elf handle (members are destroyed in reverse order).
 struct ElfFile {
     Fd fd;
+    struct stat st {};  // the descriptor's, at open: what the file read is
     ElfPtr elf;
 };
 

@@ -40,7 +40,7 @@ Result<std::shared_ptr<ObjectFile>> ObjectFile::read(const std::string& path, Re
     if (!handles) return handles.error();
     f->path_ = path;
     Elf* elf = (*handles)->file.elf.get();
-    if (::fstat((*handles)->file.fd.get(), &f->st_) != 0) return errno_error("stat", path);
+    f->st_ = (*handles)->file.st;
     auto segments = load_segments(elf, path);
     if (!segments) return segments.error();
     f->segments_ = std::move(segments).value();
@@ -61,8 +61,7 @@ Result<std::shared_ptr<const OpenObject>> ObjectFile::handles(std::atomic<uint64
     auto again = open_handles(path_);
     if (!again) return again.error();
     // Another file under the name now: what was read of it no longer describes this one.
-    struct stat st {};
-    if (::fstat((*again)->file.fd.get(), &st) != 0) return errno_error("stat", path_);
+    const struct stat& st = (*again)->file.st;
     if (st.st_dev != st_.st_dev || st.st_ino != st_.st_ino)
         return Error{"open", path_, ESTALE, "no longer the file first read"};
     if (reopened_) (reopened_->*counter).fetch_add(1, std::memory_order_relaxed);
