@@ -134,7 +134,7 @@ static inline bool mt_hold_ran_unheld(const struct mt_held *h, __u32 word, __u64
 /*
  * Whether a process held before it ran is at its very first instruction, (ip, sp) the
  * registers it was held with, while that pause still holds: someone else's SIGCONT let it
- * reach user space, and it has run nothing yet (the after-syscall probe stops it there).
+ * reach user space, and it has run nothing yet (stop_first_run stops it there).
  */
 static inline bool mt_hold_first_run(const struct mt_held *h, __u32 word, __u64 ip, __u64 sp)
 {

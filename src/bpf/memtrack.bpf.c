@@ -1512,10 +1512,17 @@ static __always_inline bool stops_itself(struct task_struct *task, __u32 reasons
  * not a tracked process other than the target, or could not be paused (then the target gets the
  * RESTOP instead).
  */
-static __always_inline bool pause_continuer(__u32 target, __u32 reasons)
+/* The current process's tgid when it is a tracked process other than `target`, else 0. */
+static __always_inline __u32 tracked_other_than(__u32 target)
 {
 	__u32 tgid = current_tgid();
-	if (!tgid || tgid == target || !bpf_map_lookup_elem(&tracked, &tgid))
+	return tgid && tgid != target && bpf_map_lookup_elem(&tracked, &tgid) ? tgid : 0;
+}
+
+static __always_inline bool pause_continuer(__u32 target, __u32 reasons)
+{
+	__u32 tgid = tracked_other_than(target);
+	if (!tgid)
 		return false;
 	const __u32 reason = reasons == MT_HOLD_PRESSURE ? MT_HOLD_PRESSURE : MT_HOLD_CONTINUER;
 	__u32 *w = hold_word(tgid);
@@ -1599,9 +1606,8 @@ struct {
 /* The current thread's SIGCONT broke `target`'s hold, which got a RESTOP: it pauses once back. */
 static __always_inline void owe_pause(__u32 target)
 {
-	__u32 tgid = current_tgid();
-	if (!tgid || tgid == target || !bpf_map_lookup_elem(&tracked, &tgid))
-		return;
+	if (!tracked_other_than(target))
+		return; /* pause_continuer would refuse it: no storage for it */
 	__u32 *owed = bpf_task_storage_get(&owed_pauses, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (owed)
 		*owed = target;
@@ -1621,6 +1627,15 @@ static __always_inline void pay_owed_pause(void)
 		pause_continuer(target, reasons);
 }
 
+/* The current process's `held` entry (its tgid in *tgid) while a watch_unrun watch is set: the
+ * one lookup most runs of stop_first_run's callers (other processes) pay. */
+static __always_inline struct mt_held *watched_self(__u32 *tgid)
+{
+	*tgid = current_tgid();
+	struct mt_held *h = *tgid ? bpf_map_lookup_elem(&held, tgid) : NULL;
+	return h && h->unrun_ip ? h : NULL;
+}
+
 /*
  * The current process, held before it ran (watch_unrun), is about to run its first instruction,
  * (ip, sp) its registers: someone else's SIGCONT cancelled the hold's SIGSTOP before the process
@@ -1631,12 +1646,10 @@ static __always_inline void pay_owed_pause(void)
  * way back to user space). The watch moves there, not away: a SIGCONT that cancels this SIGSTOP
  * before it is taken lets the process run on, and the stop that comes later is an escape.
  */
-static __always_inline void stop_first_run(__u64 ip, __u64 sp, __u64 step)
+static __always_inline void stop_first_run(__u32 tgid, struct mt_held *h, __u64 ip, __u64 sp, __u64 step)
 {
-	__u32 tgid = current_tgid();
-	struct mt_held *h = tgid ? bpf_map_lookup_elem(&held, &tgid) : NULL;
-	__u32 *w = tgid ? hold_word(tgid) : NULL;
-	if (!h || !w || !mt_hold_first_run(h, *(volatile __u32 *)w, ip, sp))
+	__u32 *w = hold_word(tgid);
+	if (!w || !mt_hold_first_run(h, *(volatile __u32 *)w, ip, sp))
 		return;
 	__u32 old = 0;
 	if (!claim_restop(w, 0, &old) || !send_self_restop(w))
@@ -1655,10 +1668,14 @@ static __always_inline void stop_first_run(__u64 ip, __u64 sp, __u64 step)
  */
 static __always_inline void after_syscall(struct pt_regs *ctx, __u64 cookie)
 {
-	if (cookie & MT_COOKIE_AFTER_SIGNAL)
+	if (cookie & MT_COOKIE_AFTER_SIGNAL) {
 		pay_owed_pause();
-	else
-		stop_first_run(PT_REGS_IP(ctx), PT_REGS_SP(ctx), MT_COOKIE_AFTER_LENGTH(cookie));
+		return;
+	}
+	__u32 tgid = 0;
+	struct mt_held *h = watched_self(&tgid);
+	if (h)
+		stop_first_run(tgid, h, PT_REGS_IP(ctx), PT_REGS_SP(ctx), MT_COOKIE_AFTER_LENGTH(cookie));
 }
 
 /*
@@ -1672,13 +1689,11 @@ SEC("tp_btf/rseq_update")
 int BPF_PROG(on_rseq_update, struct task_struct *t)
 {
 	/* Nearly every run is some other task's: one lookup, before the registers are read. */
-	__u32 tgid = current_tgid();
-	struct mt_held *h = tgid ? bpf_map_lookup_elem(&held, &tgid) : NULL;
-	if (!h || !h->unrun_ip)
-		return 0;
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	__u32 tgid = 0;
+	struct mt_held *h = watched_self(&tgid);
+	struct pt_regs *regs = h ? (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()) : NULL;
 	if (regs)
-		stop_first_run(BPF_CORE_READ(regs, ip), BPF_CORE_READ(regs, sp), 0);
+		stop_first_run(tgid, h, BPF_CORE_READ(regs, ip), BPF_CORE_READ(regs, sp), 0);
 	return 0;
 }
 

@@ -141,8 +141,8 @@ enum mt_func {
 	 */
 	MT_FUNC_LOADER,
 	/*
-	 * Where a process resumes after a system call that matters to its holds (a new child after
-	 * fork's, a new image at the loader's or a static executable's entry, a sender after kill's):
+	 * Where a process resumes after a system call that matters to its holds (a new image at the
+	 * loader's or a static executable's entry, a sender after kill's):
 	 * no call of the process's; memtrack.bpf.c's after_syscall. Bits 8-15 of the cookie: the
 	 * length of the instruction probed (a process stopped there stops right after it).
 	 */

@@ -18,12 +18,12 @@ namespace memtrack {
 struct ObjectProbes {
     std::string path;
     std::vector<AllocatorKind> kinds;  // empty: nothing memtrack knows, nothing to probe
-    UprobeMultiSpec entry;
-    UprobeMultiSpec ret;
     // The entry probes also hold where a process resumes after a system call that matters to its
     // holds (MT_FUNC_AFTER_SYSCALL): a new image at the entry point of the loader or a static
     // executable, a sender after kill's. One link per object: a link more cost ~50 us of
     // every new process's hold.
+    UprobeMultiSpec entry;
+    UprobeMultiSpec ret;
     size_t functions = 0;              // names probed (aliases of one address included)
     // The loader's: where its r_debug (the list of loaded objects) is, as an ELF vaddr.
     std::optional<uint64_t> r_debug;

@@ -33,8 +33,8 @@ Placement entry_placement(unsigned first_arg, std::string reason);
 Placement place_probe(const std::vector<uint8_t>& code, uint64_t entry_vaddr, unsigned arg_count,
                       unsigned first_arg = 0);
 
-// An after-syscall probe site (ObjectProbes::after_syscall): the first instruction a process runs
-// after a system call (a new process after fork's, a new image at its entry, a sender after
+// An after-syscall probe site (MT_FUNC_AFTER_SYSCALL, with ObjectProbes' entry probes): the first
+// instruction a process runs after a system call (a new image at its entry, a sender after
 // kill's), one BPF may stop it right after: `length` bytes further, with the same stack pointer
 // (the instruction is stepped, not emulated, and neither branches nor moves the stack).
 struct AfterSyscallSite {
@@ -42,7 +42,7 @@ struct AfterSyscallSite {
     uint8_t length = 0;   // the instruction's
 };
 
-// The instruction after a function's first `syscall` (where a child resumes in fork).
+// The instruction after a function's first `syscall` (where kill's caller resumes).
 // nullopt: none decoded on the straight line from the entry, or one BPF could not stop after.
 std::optional<AfterSyscallSite> site_after_first_syscall(const std::vector<uint8_t>& code, uint64_t entry_vaddr);
 // The entry point's first instruction (a new image's first): nullopt where BPF could not stop after it.
